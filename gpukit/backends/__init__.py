@@ -1,0 +1,120 @@
+"""The backend registry: `get_backend("auto"|"cpu"|"cuda"|name)`, `register_backend`.
+
+"auto" picks CUDA where a GPU is usable and the CPU simulator otherwise; the environment variable
+GPUKIT_BACKEND overrides it. Backends are created lazily, so importing this module imports neither
+numba nor CuPy.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Callable
+
+from ..errors import BackendUnavailableError, GpukitError
+from .base import Backend, BackendStatus, Capabilities, MemoryInfo
+
+__all__ = ["Backend", "BackendStatus", "Capabilities", "MemoryInfo", "available_backends",
+           "current_backend", "get_backend", "register_backend", "registered_backends"]
+
+
+class UnknownBackendError(GpukitError, KeyError):
+    """No backend is registered under that name."""
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+def _cpu(**options: Any) -> Backend:
+    from .cpu import CPUBackend
+    return CPUBackend(**options)
+
+
+def _cuda(**options: Any) -> Backend:
+    from .cuda import CUDABackend
+    return CUDABackend(**options)
+
+
+_FACTORIES: dict[str, Callable[..., Backend]] = {"cpu": _cpu, "cuda": _cuda}
+_INSTANCES: dict[str, Backend] = {}
+_current: Backend | None = None
+
+
+def register_backend(name: str, factory: Callable[..., Backend]) -> None:
+    """Make `get_backend(name, **options)` call `factory(**options)`. Replaces an earlier one."""
+    if not isinstance(name, str) or not name or name == "auto":
+        raise ValueError(f"backend name must be a non-empty string other than 'auto', got {name!r}")
+    if not callable(factory):
+        raise TypeError(f"factory for backend {name!r} must be callable, got {factory!r}")
+    _FACTORIES[name.lower()] = factory
+    _INSTANCES.pop(name.lower(), None)
+
+
+def registered_backends() -> list[str]:
+    """The names `get_backend` accepts (besides "auto")."""
+    return list(_FACTORIES)
+
+
+def _cuda_usable() -> tuple[bool, str]:
+    from .cuda import cuda_unavailable_reason
+    reason = cuda_unavailable_reason()
+    return reason is None, reason or ""
+
+
+def _resolve(name: str) -> str:
+    name = name.lower()
+    if name == "auto":
+        override = os.environ.get("GPUKIT_BACKEND", "").strip().lower()
+        if override and override != "auto":
+            return override
+        return "cuda" if _cuda_usable()[0] else "cpu"
+    return name
+
+
+def get_backend(name: str = "auto", **options: Any) -> Backend:
+    """The backend called `name`, made current.
+
+    Without options the same instance is returned each time (so its memory accounting is shared);
+    with options (such as `device="A100"` or `checks=False`) a new instance is made.
+    Raises `BackendUnavailableError` (saying why) for a backend that cannot run here, and
+    `UnknownBackendError` for a name nobody registered.
+    """
+    global _current
+    if not isinstance(name, str):
+        raise TypeError(f"backend name must be a string, got {type(name).__name__}")
+    key = _resolve(name)
+    if key not in _FACTORIES:
+        known = ", ".join(["auto", *_FACTORIES])
+        raise UnknownBackendError(f"unknown backend {name!r}; known backends: {known}")
+    if not options and key in _INSTANCES:
+        backend = _INSTANCES[key]
+    else:
+        backend = _FACTORIES[key](**options)
+        if not backend.is_available:
+            reason = getattr(backend, "unavailable_reason", None) or "it is not available here"
+            raise BackendUnavailableError(f"backend {key!r} cannot be used: {reason}")
+        if not options:
+            _INSTANCES[key] = backend
+    _current = backend
+    return backend
+
+
+def current_backend() -> Backend:
+    """The backend most recently returned by `get_backend`, else `get_backend("auto")`."""
+    return _current if _current is not None else get_backend("auto")
+
+
+def available_backends() -> dict[str, str | None]:
+    """Each registered backend name mapped to None if usable, else the reason it is not. Never raises."""
+    result: dict[str, str | None] = {}
+    for key in _FACTORIES:
+        try:
+            if key == "cuda":
+                ok, reason = _cuda_usable()
+                result[key] = None if ok else reason
+                continue
+            backend = _INSTANCES.get(key) or _FACTORIES[key]()
+            result[key] = None if backend.is_available else (
+                getattr(backend, "unavailable_reason", None) or "not available")
+        except Exception as exc:  # availability checks never raise
+            result[key] = f"{type(exc).__name__}: {exc}"
+    return result

@@ -1,0 +1,165 @@
+"""The backend contract every gpukit backend implements.
+
+`Backend` keeps the seed interface's names and signatures (name, is_available, compile_kernel,
+allocate, to_device, to_host, synchronize; launch_kernel, get_memory_info, supports_feature with
+defaults) and adds free, capabilities, status, version, initialize/shutdown (also as a context
+manager), supports_device and memory_info. It holds no device logic of its own.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+# Pressure levels of `MemoryInfo`: low < 70% used <= medium < 85% <= high < 95% <= critical.
+PRESSURE_LEVELS = (("low", 0.70), ("medium", 0.85), ("high", 0.95), ("critical", float("inf")))
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What a backend's device can do: launch limits and feature names."""
+
+    warp_size: int
+    max_threads_per_block: int
+    max_block_dim: tuple[int, int, int]
+    max_grid_dim: tuple[int, int, int]
+    shared_mem_per_block: int
+    shared_mem_per_block_optin: int
+    compute_capability: tuple[int, int]
+    sm_count: int
+    total_memory_bytes: int
+    features: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True)
+class MemoryInfo:
+    """Device memory in bytes, with a pressure level derived from the fraction used."""
+
+    free_bytes: int
+    total_bytes: int
+
+    @property
+    def used_bytes(self) -> int:
+        return self.total_bytes - self.free_bytes
+
+    @property
+    def used_fraction(self) -> float:
+        return self.used_bytes / self.total_bytes if self.total_bytes else 0.0
+
+    @property
+    def pressure(self) -> str:
+        """"low", "medium", "high" or "critical" (thresholds 70%, 85%, 95% used)."""
+        used = self.used_fraction
+        return next(level for level, limit in PRESSURE_LEVELS if used < limit)
+
+    def __str__(self) -> str:
+        gib = 1024**3
+        return (f"{self.used_bytes / gib:.2f} GiB used of {self.total_bytes / gib:.2f} GiB "
+                f"({self.used_fraction:.1%}, pressure {self.pressure})")
+
+
+@dataclass
+class BackendStatus:
+    """A snapshot of a backend's state for `gpukit info`, widgets and notebooks."""
+
+    name: str
+    initialized: bool
+    device: str
+    memory_in_use_bytes: int
+    kernels_launched: int
+    last_error: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class Backend(ABC):
+    """Base class of every backend. Subclasses implement the abstract methods."""
+
+    version: str = "0"
+
+    # -- the seed interface ------------------------------------------------------------------
+    @property
+    @abstractmethod
+    def name(self) -> str:
+        """The backend's registry name, such as "cpu" or "cuda"."""
+
+    @property
+    @abstractmethod
+    def is_available(self) -> bool:
+        """Whether the backend can be used here. Never raises."""
+
+    @abstractmethod
+    def compile_kernel(self, func: Callable, signature: Any = None) -> Any:
+        """A launchable kernel from a Numba CUDA kernel function."""
+
+    @abstractmethod
+    def allocate(self, shape: Any, dtype: Any = "float32") -> Any:
+        """An uninitialised device array."""
+
+    @abstractmethod
+    def to_device(self, array: Any) -> Any:
+        """A device copy of a host array."""
+
+    @abstractmethod
+    def to_host(self, array: Any) -> Any:
+        """A numpy copy of a device array."""
+
+    @abstractmethod
+    def synchronize(self) -> None:
+        """Wait for all work on the device to finish."""
+
+    def launch_kernel(self, kernel: Any, grid: Any, block: Any, *args: Any) -> None:
+        """Launch `kernel` over `grid` blocks of `block` threads."""
+        kernel[grid, block](*args)
+
+    def get_memory_info(self) -> tuple[int, int]:
+        """(free_bytes, total_bytes) of device memory."""
+        info = self.memory_info()
+        return info.free_bytes, info.total_bytes
+
+    def supports_feature(self, name: str) -> bool:
+        """Whether `name` is one of `capabilities().features`."""
+        return name in self.capabilities().features
+
+    # -- additions ---------------------------------------------------------------------------
+    @abstractmethod
+    def free(self, array: Any) -> None:
+        """Release a device array now; using it afterwards raises InvalidDeviceArrayError."""
+
+    @abstractmethod
+    def capabilities(self) -> Capabilities:
+        """The device's launch limits and feature names."""
+
+    @abstractmethod
+    def memory_info(self) -> MemoryInfo:
+        """Device memory with its pressure level."""
+
+    @abstractmethod
+    def status(self) -> BackendStatus:
+        """Initialised, device, memory in use, kernels launched, last error."""
+
+    def supports_device(self, device: Any) -> bool:
+        """Whether this backend can run as `device` (a profile name or a device id)."""
+        return False
+
+    def initialize(self) -> "Backend":
+        """Acquire the device. Idempotent; returns the backend."""
+        self._initialized = True
+        return self
+
+    def shutdown(self) -> None:
+        """Release the device and everything allocated on it. Idempotent."""
+        self._initialized = False
+
+    @property
+    def initialized(self) -> bool:
+        return getattr(self, "_initialized", False)
+
+    def __enter__(self) -> "Backend":
+        return self.initialize()
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self.shutdown()
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.name!r}>"

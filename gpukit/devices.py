@@ -1,0 +1,217 @@
+"""GPU facts as data: per-compute-capability limits and named device profiles.
+
+The numbers come from ../shared/reference/gpu-facts.md (NVIDIA's programming guide tables, the
+`cuda_occupancy.h` header and public deviceQuery logs). Nothing here computes: the occupancy
+calculator and the simulator read these tables.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .errors import GpukitError
+
+KiB = 1024
+MiB = 1024 * KiB
+GiB = 1024 * MiB
+
+
+class UnknownDeviceError(GpukitError, KeyError):
+    """No device profile or compute capability matches the name asked for."""
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0])
+
+
+@dataclass(frozen=True)
+class ComputeCapability:
+    """The limits that depend only on the compute capability (one row of gpu-facts.md section 2)."""
+
+    major: int
+    minor: int
+    max_threads_per_sm: int
+    max_blocks_per_sm: int
+    shared_mem_per_sm: int              # bytes, the largest carveout
+    shared_mem_per_block_optin: int     # bytes; equals the default (48 KiB) where there is no opt-in
+    shared_mem_alloc_unit: int          # bytes
+    shared_mem_reserved_per_block: int  # bytes the system keeps per block (CC >= 8.0)
+    carveout_kib: tuple[int, ...] | None  # selectable shared-memory capacities; None: fixed
+    sub_partitions: int = 4
+    warp_size: int = 32
+    max_threads_per_block: int = 1024
+    max_block_dim: tuple[int, int, int] = (1024, 1024, 64)
+    max_grid_dim: tuple[int, int, int] = (2**31 - 1, 65535, 65535)
+    registers_per_sm: int = 65536
+    registers_per_block: int = 65536
+    max_registers_per_thread: int = 255
+    register_alloc_unit: int = 256
+    shared_mem_per_block: int = 48 * KiB  # the default cap, without opt-in
+    const_mem_bytes: int = 64 * KiB
+
+    @property
+    def cc(self) -> tuple[int, int]:
+        return (self.major, self.minor)
+
+    @property
+    def name(self) -> str:
+        return f"{self.major}.{self.minor}"
+
+    @property
+    def max_warps_per_sm(self) -> int:
+        return self.max_threads_per_sm // self.warp_size
+
+    @property
+    def arch(self) -> str:
+        """The ptxas/NVVM target name, such as "sm_80"."""
+        return f"sm_{self.major}{self.minor}"
+
+
+_VOLTA_PLUS = (0, 8, 16, 32, 64, 100)
+COMPUTE_CAPABILITIES: dict[tuple[int, int], ComputeCapability] = {
+    c.cc: c
+    for c in (
+        ComputeCapability(5, 0, 2048, 32, 64 * KiB, 48 * KiB, 256, 0, None),
+        ComputeCapability(5, 2, 2048, 32, 96 * KiB, 48 * KiB, 256, 0, None),
+        ComputeCapability(6, 0, 2048, 32, 64 * KiB, 48 * KiB, 256, 0, None, sub_partitions=2),
+        ComputeCapability(6, 1, 2048, 32, 96 * KiB, 48 * KiB, 256, 0, None),
+        ComputeCapability(7, 0, 2048, 32, 96 * KiB, 96 * KiB, 256, 0, (0, 8, 16, 32, 64, 96)),
+        ComputeCapability(7, 5, 1024, 16, 64 * KiB, 64 * KiB, 256, 0, (32, 64)),
+        ComputeCapability(8, 0, 2048, 32, 164 * KiB, 163 * KiB, 128, KiB,
+                          (0, 8, 16, 32, 64, 100, 132, 164)),
+        ComputeCapability(8, 6, 1536, 16, 100 * KiB, 99 * KiB, 128, KiB, _VOLTA_PLUS),
+        ComputeCapability(8, 9, 1536, 24, 100 * KiB, 99 * KiB, 128, KiB, _VOLTA_PLUS),
+        ComputeCapability(9, 0, 2048, 32, 228 * KiB, 227 * KiB, 128, KiB,
+                          (0, 8, 16, 32, 64, 100, 132, 164, 196, 228)),
+        ComputeCapability(10, 0, 2048, 32, 228 * KiB, 227 * KiB, 128, KiB,
+                          (0, 8, 16, 32, 64, 100, 132, 164, 196, 228)),
+        ComputeCapability(12, 0, 1536, 24, 100 * KiB, 99 * KiB, 128, KiB, _VOLTA_PLUS),
+    )
+}
+
+# PCIe x16 host link, per direction: theoretical GB/s by generation (8 GT/s x 128b/130b for Gen3,
+# doubling each generation), and the latency of one small copy. Timing models read these.
+PCIE_X16_GB_S = {3: 15.75, 4: 31.5, 5: 63.0}
+PCIE_LATENCY_US = 10.0
+
+
+@dataclass(frozen=True)
+class DeviceProfile:
+    """One GPU model as the simulator emulates it and the calculators describe it."""
+
+    name: str
+    compute_capability: tuple[int, int]
+    sm_count: int
+    memory_bytes: int
+    memory_bandwidth_gb_s: float
+    fp32_tflops: float
+    pcie_gen: int
+    copy_engines: int = 2
+    launch_overhead_us: float = 5.0
+    aliases: tuple[str, ...] = ()
+
+    @property
+    def cc(self) -> ComputeCapability:
+        """The per-compute-capability limits of this device."""
+        return COMPUTE_CAPABILITIES[self.compute_capability]
+
+    @property
+    def arch(self) -> str:
+        return self.cc.arch
+
+    @property
+    def host_link_gb_s(self) -> float:
+        """Theoretical PCIe bandwidth per direction of the host link."""
+        return PCIE_X16_GB_S[self.pcie_gen]
+
+    def describe(self) -> str:
+        major, minor = self.compute_capability
+        return (f"{self.name} (CC {major}.{minor}, {self.sm_count} SMs, "
+                f"{self.memory_bytes / GiB:.1f} GiB, {self.memory_bandwidth_gb_s:g} GB/s, "
+                f"{self.fp32_tflops:g} TFLOP/s FP32, PCIe Gen{self.pcie_gen})")
+
+
+# Memory: deviceQuery's usable total where gpu-facts.md gives one (T4, L4), else the nominal size.
+PROFILES: dict[str, DeviceProfile] = {
+    p.name: p
+    for p in (
+        DeviceProfile("T4", (7, 5), 40, 15100 * MiB, 320, 8.1, 3, aliases=("tesla t4",)),
+        DeviceProfile("V100", (7, 0), 80, 16 * GiB, 900, 15.7, 3,
+                      aliases=("tesla v100", "v100 sxm2")),
+        DeviceProfile("A100 40GB", (8, 0), 108, 40 * GiB, 1555, 19.5, 4, copy_engines=3,
+                      aliases=("a100", "a100-40gb", "a100 sxm4 40gb")),
+        DeviceProfile("A100 80GB", (8, 0), 108, 80 * GiB, 2039, 19.5, 4, copy_engines=3,
+                      aliases=("a100-80gb", "a100 sxm4 80gb")),
+        DeviceProfile("RTX 3090", (8, 6), 82, 24 * GiB, 936, 35.6, 4,
+                      aliases=("geforce rtx 3090", "3090")),
+        DeviceProfile("RTX 4090", (8, 9), 128, 24 * GiB, 1008, 82.6, 4,
+                      aliases=("geforce rtx 4090", "4090")),
+        DeviceProfile("L4", (8, 9), 58, 22518 * MiB, 300, 30.3, 4),
+        DeviceProfile("H100 SXM", (9, 0), 132, 80 * GiB, 3350, 67.0, 5, copy_engines=3,
+                      aliases=("h100", "h100 sxm5", "h100-sxm")),
+        DeviceProfile("H200", (9, 0), 132, 141 * 10**9, 4800, 67.0, 5, copy_engines=3,
+                      aliases=("h200 sxm",)),
+    )
+}
+
+DEFAULT_PROFILE = "T4"
+
+
+def _key(name: str) -> str:
+    return "".join(ch for ch in name.lower() if ch.isalnum())
+
+
+_BY_KEY = {_key(alias): p for p in PROFILES.values() for alias in (p.name, *p.aliases)}
+
+
+def list_profiles() -> list[DeviceProfile]:
+    """Every named profile, in the order of the table above."""
+    return list(PROFILES.values())
+
+
+def get_profile(device: str | DeviceProfile | None = None) -> DeviceProfile:
+    """A profile by name, case- and punctuation-insensitive ("a100", "H100-SXM"); None: the default."""
+    if isinstance(device, DeviceProfile):
+        return device
+    if device is None:
+        device = DEFAULT_PROFILE
+    if not isinstance(device, str):
+        raise TypeError(f"device must be a profile name or a DeviceProfile, not {type(device).__name__}")
+    try:
+        return _BY_KEY[_key(device)]
+    except KeyError:
+        names = ", ".join(PROFILES)
+        raise UnknownDeviceError(f"unknown device profile {device!r}; known profiles: {names}") from None
+
+
+def parse_cc(cc: str | tuple[int, int] | float) -> tuple[int, int]:
+    """(major, minor) from "8.0", "80", "sm_80", 8.0 or (8, 0)."""
+    if isinstance(cc, tuple) and len(cc) == 2 and all(isinstance(v, int) for v in cc):
+        return cc
+    text = str(cc).lower().removeprefix("sm_").removeprefix("compute_")
+    if "." in text:
+        major, _, minor = text.partition(".")
+    elif text.isdigit() and len(text) >= 2:
+        major, minor = text[:-1], text[-1]
+    else:
+        major, minor = "", ""
+    if not (major.isdigit() and minor.isdigit()):
+        raise UnknownDeviceError(f"cannot read compute capability {cc!r}; write it as '8.0' or (8, 0)")
+    return (int(major), int(minor))
+
+
+def get_compute_capability(cc: str | tuple[int, int] | float) -> ComputeCapability:
+    """The limits of a compute capability given as "8.0", (8, 0), "sm_80" or 8.0."""
+    key = parse_cc(cc)
+    try:
+        return COMPUTE_CAPABILITIES[key]
+    except KeyError:
+        known = ", ".join(c.name for c in COMPUTE_CAPABILITIES.values())
+        raise UnknownDeviceError(
+            f"compute capability {key[0]}.{key[1]} is not in gpukit's tables; known: {known}"
+        ) from None
+
+
+def profiles_with_cc(cc: str | tuple[int, int] | float) -> list[DeviceProfile]:
+    """The named profiles of one compute capability (possibly none)."""
+    key = parse_cc(cc)
+    return [p for p in PROFILES.values() if p.compute_capability == key]

@@ -1,0 +1,118 @@
+"""The one exception hierarchy of gpukit.
+
+Every error a user can cause derives from `GpukitError`. Messages say what was wrong, the value and
+the limit, and how to fix it. Errors raised inside a simulated kernel derive from `KernelError` and
+carry the kernel name, the thread and block (as (x, y, z) tuples) and the source line.
+"""
+
+from __future__ import annotations
+
+
+class GpukitError(Exception):
+    """Root of every gpukit error."""
+
+
+class BackendUnavailableError(GpukitError):
+    """A backend was asked for but cannot be used here (no GPU, missing package, ...)."""
+
+
+class LaunchConfigError(GpukitError, ValueError):
+    """A kernel launch asked for a grid, block or shared memory the device cannot give."""
+
+
+class DeviceMemoryError(GpukitError):
+    """Something is wrong with (simulated) device memory."""
+
+
+class OutOfMemoryError(DeviceMemoryError, MemoryError):
+    """An allocation asked for more device memory than is free."""
+
+    def __init__(self, message: str, requested_bytes: int = 0, free_bytes: int = 0,
+                 total_bytes: int = 0):
+        super().__init__(message)
+        self.requested_bytes = requested_bytes
+        self.free_bytes = free_bytes
+        self.total_bytes = total_bytes
+
+
+class HostMemoryBudgetError(DeviceMemoryError, MemoryError):
+    """Simulating this would take more host memory than the simulator's budget allows."""
+
+
+class InvalidDeviceArrayError(DeviceMemoryError):
+    """A device array was used after it was freed, freed twice, or belongs to another backend."""
+
+
+class TransferError(GpukitError, ValueError):
+    """A host/device copy was asked for with a wrong source or destination."""
+
+
+class KernelError(GpukitError):
+    """An error inside a kernel, located at a thread, a block and a source line.
+
+    `thread` and `block` are (x, y, z) tuples (threadIdx within the block, blockIdx); `lineno` is
+    the line in the source file of the failing statement.
+    """
+
+    def __init__(self, message: str, kernel: str | None = None,
+                 thread: tuple[int, int, int] | None = None,
+                 block: tuple[int, int, int] | None = None, lineno: int | None = None,
+                 filename: str | None = None):
+        self.detail = message
+        self.kernel = kernel
+        self.thread = thread
+        self.block = block
+        self.lineno = lineno
+        self.filename = filename
+        super().__init__(self._format())
+
+    def _format(self) -> str:
+        where = []
+        if self.kernel is not None:
+            where.append(f"kernel '{self.kernel}'")
+        if self.thread is not None:
+            where.append(f"thread {self.thread}")
+        if self.block is not None:
+            where.append(f"block {self.block}")
+        if self.lineno is not None:
+            place = f"{self.filename}:" if self.filename else "line "
+            where.append(f"{place}{self.lineno}")
+        return f"{self.detail} [{', '.join(where)}]" if where else self.detail
+
+
+class OutOfBoundsError(KernelError, IndexError):
+    """A kernel indexed outside an array (negative indices included)."""
+
+
+class RaceConditionError(KernelError):
+    """Two threads touched one element between barriers, at least one writing, not both atomically.
+
+    `other_thread`, `other_block` and `other_lineno` locate the second access.
+    """
+
+    def __init__(self, message: str, *, other_thread=None, other_block=None, other_lineno=None,
+                 **where):
+        self.other_thread = other_thread
+        self.other_block = other_block
+        self.other_lineno = other_lineno
+        super().__init__(message, **where)
+
+
+class BarrierError(KernelError):
+    """Threads of a block waited at different barriers, or some exited while others waited."""
+
+
+class UninitializedMemoryError(KernelError):
+    """A kernel read shared memory, or device memory from `allocate`, that was never written."""
+
+
+class KernelArithmeticError(KernelError, ZeroDivisionError):
+    """Integer division or modulo by zero inside a kernel (a GPU silently gives garbage)."""
+
+
+class KernelTimeoutError(KernelError, TimeoutError):
+    """The watchdog stopped a kernel that ran longer than allowed."""
+
+
+class UnsupportedKernelError(KernelError, NotImplementedError):
+    """The kernel uses Python or CUDA features that the simulator does not model."""
