@@ -116,3 +116,11 @@ class KernelTimeoutError(KernelError, TimeoutError):
 
 class UnsupportedKernelError(KernelError, NotImplementedError):
     """The kernel uses Python or CUDA features that the simulator does not model."""
+
+
+class GpukitWarning(UserWarning):
+    """Root of gpukit's warnings."""
+
+
+class ImplicitTransferWarning(GpukitWarning):
+    """A kernel was given host arrays, so they were copied to the device and back implicitly."""

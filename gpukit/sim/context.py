@@ -1,0 +1,184 @@
+"""The state of one simulated launch and of the group of blocks running in lock-step.
+
+A launch runs its blocks in groups; each group is one set of numpy vectors with a lane per
+thread, ordered block by block and, inside a block, by linear thread index (x fastest), so the
+lanes of a warp are contiguous. This module maps lanes to (thread, block) coordinates, keeps the
+per-block barrier phase and the exited lanes, and builds located errors.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..errors import KernelError, KernelTimeoutError
+from .transform import SITES, Site
+
+CHECKS = ("launch_limits", "bounds", "races", "barriers", "uninitialized", "division_by_zero")
+
+
+@dataclass
+class LaunchStats:
+    """What a launch did, counted by the simulator (inputs to the timing model and the log)."""
+
+    global_load_bytes: int = 0
+    global_store_bytes: int = 0
+    shared_load_bytes: int = 0
+    shared_store_bytes: int = 0
+    atomics: int = 0
+    barriers: int = 0
+    static_shared_bytes: int = 0
+    dynamic_shared_bytes: int = 0
+    implicit_transfers: list[str] = field(default_factory=list)
+
+
+class Dim3:
+    """threadIdx, blockIdx, blockDim or gridDim: x, y, z as scalars or lane vectors."""
+
+    __slots__ = ("x", "y", "z")
+
+    def __init__(self, x: Any, y: Any, z: Any):
+        self.x, self.y, self.z = x, y, z
+
+    def __iter__(self):
+        return iter((self.x, self.y, self.z))
+
+
+class Launch:
+    """One kernel launch: geometry, options, source sites and running counters."""
+
+    def __init__(self, name: str, grid: tuple[int, int, int], block: tuple[int, int, int],
+                 checks: dict[str, bool], profile: Any, rng: Any,
+                 watchdog_s: float | None, dynamic_shared_bytes: int, trace: Any = None):
+        self.name = name
+        self.grid = grid
+        self.block = block
+        self.tpb = block[0] * block[1] * block[2]
+        self.nblocks = grid[0] * grid[1] * grid[2]
+        self.checks = checks
+        self.profile = profile
+        self.rng = rng  # None for the ordered schedule
+        self.watchdog_s = watchdog_s
+        self.deadline = time.perf_counter() + watchdog_s if watchdog_s else None
+        self.ticks = 0
+        self.dynamic_shared_bytes = dynamic_shared_bytes
+        self.stats = LaunchStats(dynamic_shared_bytes=dynamic_shared_bytes)
+        self.trace = trace
+        self.global_states: dict[int, Any] = {}  # allocation id -> GlobalState
+        self.tid_dtype = np.int32 if self.nblocks * self.tpb < 2**31 - 1 else np.int64
+
+    def site(self, index: int) -> Site:
+        return SITES[index]
+
+
+class Group:
+    """A set of blocks executed together: lane vectors and per-block barrier state."""
+
+    def __init__(self, launch: Launch, blocks: np.ndarray):
+        self.launch = launch
+        self.blocks = blocks  # global linear block ids, one per group block
+        tpb = launch.tpb
+        self.nb = len(blocks)
+        self.size = self.nb * tpb
+        self.lane_block = np.repeat(np.arange(self.nb, dtype=np.int64), tpb)  # group-local block
+        self.ltid = np.tile(np.arange(tpb, dtype=np.int64), self.nb)
+        self.gblk = blocks[self.lane_block]
+        self.gtid = (self.gblk * tpb + self.ltid).astype(launch.tid_dtype)
+        self.phase = np.zeros(self.nb, np.int32)
+        self.exited: Any = False  # False or a bool vector of lanes that returned from the kernel
+        self.shared: dict[Any, Any] = {}
+        self.static_shared_bytes = 0
+        self._dims: dict[str, Dim3] = {}
+        bx, by, bz = launch.block
+        gx, gy, gz = launch.grid
+        self.blockDim = Dim3(bx, by, bz)
+        self.gridDim = Dim3(gx, gy, gz)
+
+    # -- coordinates -----------------------------------------------------------------------
+    @property
+    def threadIdx(self) -> Dim3:
+        d = self._dims.get("t")
+        if d is None:
+            bx, by, _ = self.launch.block
+            t = self.ltid
+            d = self._dims["t"] = Dim3(t % bx, (t // bx) % by, t // (bx * by))
+        return d
+
+    @property
+    def blockIdx(self) -> Dim3:
+        d = self._dims.get("b")
+        if d is None:
+            gx, gy, _ = self.launch.grid
+            if self.nb == 1:  # one block: its coordinates are uniform scalars
+                b = int(self.blocks[0])
+                d = Dim3(b % gx, (b // gx) % gy, b // (gx * gy))
+            else:
+                b = self.gblk
+                d = Dim3(b % gx, (b // gx) % gy, b // (gx * gy))
+            self._dims["b"] = d
+        return d
+
+    @property
+    def laneid(self) -> np.ndarray:
+        return self.ltid % 32
+
+    def lane_phase(self, lanes: np.ndarray | None) -> np.ndarray:
+        ph = self.phase[self.lane_block]
+        return ph if lanes is None else ph[lanes]
+
+    def thread_of(self, lane: int) -> tuple[int, int, int]:
+        bx, by, _ = self.launch.block
+        t = int(self.ltid[lane])
+        return (t % bx, (t // bx) % by, t // (bx * by))
+
+    def block_of(self, lane: int) -> tuple[int, int, int]:
+        gx, gy, _ = self.launch.grid
+        b = int(self.gblk[lane])
+        return (b % gx, (b // gx) % gy, b // (gx * gy))
+
+    def live(self) -> Any:
+        """Lanes that have not returned from the kernel (True when none has)."""
+        return True if self.exited is False else ~self.exited
+
+    # -- errors ----------------------------------------------------------------------------
+    def error(self, cls: type[KernelError], message: str, lane: int | None, site: int | None,
+              **extra: Any) -> KernelError:
+        s = self.launch.site(site) if site is not None else None
+        return cls(message, kernel=self.launch.name,
+                   thread=self.thread_of(lane) if lane is not None else None,
+                   block=self.block_of(lane) if lane is not None else None,
+                   lineno=s.lineno if s else None, filename=s.filename if s else None, **extra)
+
+    def tick(self, site: int) -> None:
+        launch = self.launch
+        launch.ticks += 1
+        if launch.deadline is not None and not launch.ticks & 1023 \
+                and time.perf_counter() > launch.deadline:
+            raise self.error(
+                KernelTimeoutError,
+                f"the watchdog stopped kernel '{launch.name}' after {launch.watchdog_s:g} s in "
+                f"the loop '{launch.site(site).text}'. Either the loop never ends for some "
+                "thread, or threads spin waiting for a value another thread sets (a spin lock): "
+                "the simulator runs threads in lock-step, where such waits deadlock as on "
+                "pre-Volta GPUs. Fix the loop, or raise the limit with watchdog_s=...",
+                None, site)
+
+
+class _State:
+    """The group now running (kernels cannot launch kernels, so one at a time suffices)."""
+
+    group: Group | None = None
+
+
+STATE = _State()
+
+
+def current() -> Group:
+    group = STATE.group
+    if group is None:
+        raise RuntimeError(
+            "numba.cuda intrinsics of gpukit's simulator were called outside a running kernel")
+    return group

@@ -1,0 +1,246 @@
+"""Launching a kernel on the simulator: validate the configuration, bind the arguments, run.
+
+Blocks run in groups, each group in lock-step as numpy vectors (see `gpukit.sim.context`). The
+"ordered" schedule runs blocks in index order; "shuffle" runs them, and applies racing writes
+and atomics, in a seeded random order, so results that depend on the order show up. Errors that
+escape the kernel's own code are re-raised as `KernelError`s that name the thread, the block and
+the line.
+"""
+
+from __future__ import annotations
+
+import time
+import traceback
+import warnings
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..errors import (
+    GpukitError,
+    ImplicitTransferWarning,
+    InvalidDeviceArrayError,
+    KernelError,
+    LaunchConfigError,
+)
+from .arrays import RaceShadow, SimArray
+from .context import CHECKS, STATE, Group, Launch, LaunchStats
+from .kernel import SimKernel
+from .memory import DeviceArray
+
+LANES_PER_GROUP = 1 << 17  # threads simulated together; bounds the size of every lane vector
+
+
+@dataclass
+class LaunchRecord:
+    """One launch in a backend's log."""
+
+    kernel: str
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
+    dynamic_shared_bytes: int
+    stream: Any
+    wall_ms: float
+    stats: LaunchStats
+    checks: dict[str, bool]
+    schedule: str
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def threads(self) -> int:
+        return int(np.prod(self.grid)) * int(np.prod(self.block))
+
+
+def normalize_checks(checks: Any, base: dict[str, bool] | None = None) -> dict[str, bool]:
+    """True/False, a dict of check names to bools, or an iterable of the names to enable."""
+    result = dict(base) if base is not None else dict.fromkeys(CHECKS, True)
+    if checks is None:
+        return result
+    if checks is True or checks is False:
+        return dict.fromkeys(CHECKS, bool(checks))
+    if isinstance(checks, dict):
+        items = checks.items()
+    elif isinstance(checks, str):
+        raise ValueError(f"checks must be True, False, a dict or a list of names, not {checks!r}")
+    else:
+        names = list(checks)
+        items = [(n, True) for n in names]
+        result = dict.fromkeys(CHECKS, False)
+    for name, on in items:
+        if name not in CHECKS:
+            raise ValueError(f"unknown check {name!r}; the checks are: {', '.join(CHECKS)}")
+        result[name] = bool(on)
+    return result
+
+
+def dims(value: Any, what: str) -> tuple[int, int, int]:
+    """A grid or block given as an int or a tuple of 1-3 ints, as (x, y, z)."""
+    items = (value,) if isinstance(value, (int, np.integer)) else value
+    if not isinstance(items, (tuple, list)) or not 1 <= len(items) <= 3 or not all(
+            isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in items):
+        raise LaunchConfigError(
+            f"{what} must be a positive int or a tuple of 1 to 3 positive ints, got {value!r}")
+    if any(v <= 0 for v in items):
+        raise LaunchConfigError(f"{what} {tuple(items)} has a dimension <= 0; every dimension "
+                                "of a launch must be at least 1")
+    full = [int(v) for v in items] + [1] * (3 - len(items))
+    return full[0], full[1], full[2]
+
+
+def validate_launch(profile: Any, grid: tuple[int, int, int], block: tuple[int, int, int],
+                    dynamic_shared_bytes: int) -> None:
+    """Raise LaunchConfigError for a launch the device cannot run."""
+    cc = profile.cc
+    where = f"the {profile.name} (CC {cc.name})"
+    threads = block[0] * block[1] * block[2]
+    if threads > cc.max_threads_per_block:
+        raise LaunchConfigError(
+            f"block {block} has {threads:,} threads; {where} allows at most "
+            f"{cc.max_threads_per_block:,} threads per block. Use fewer threads per block and "
+            "more blocks")
+    for axis, size, limit in zip("xyz", block, cc.max_block_dim):
+        if size > limit:
+            raise LaunchConfigError(f"block dimension {axis} = {size:,} exceeds {where}'s limit "
+                                    f"of {limit:,}")
+    for axis, size, limit in zip("xyz", grid, cc.max_grid_dim):
+        if size > limit:
+            raise LaunchConfigError(f"grid dimension {axis} = {size:,} exceeds {where}'s limit "
+                                    f"of {limit:,} blocks")
+    if dynamic_shared_bytes > cc.shared_mem_per_block_optin:
+        raise LaunchConfigError(
+            f"{dynamic_shared_bytes:,} bytes of dynamic shared memory per block exceed {where}'s "
+            f"limit of {cc.shared_mem_per_block_optin:,} bytes")
+
+
+class _Bound:
+    """The kernel's arguments as the simulator passes them, and what to copy back after."""
+
+    def __init__(self) -> None:
+        self.values: list[Any] = []
+        self.copy_back: list[tuple[np.ndarray, DeviceArray]] = []
+        self.shadow_bytes = 0
+
+
+def _bind(backend: Any, kernel: SimKernel, args: tuple, launch: Launch) -> _Bound:
+    bound = _Bound()
+    if len(args) != len(kernel.param_names):
+        raise TypeError(f"kernel '{kernel.name}' takes {len(kernel.param_names)} arguments "
+                        f"({', '.join(kernel.param_names)}), got {len(args)}")
+    states: dict[int, tuple[Any, RaceShadow | None]] = {}
+    for name, arg in zip(kernel.param_names, args):
+        if isinstance(arg, np.ndarray):
+            device = backend.to_device(arg, _implicit=True)
+            bound.copy_back.append((arg, device))
+            launch.stats.implicit_transfers.append(name)
+            arg = device
+        if isinstance(arg, DeviceArray):
+            alloc = arg.allocation  # raises for a freed array
+            if alloc.memory is not backend.memory:
+                raise InvalidDeviceArrayError(
+                    f"argument '{name}' of kernel '{kernel.name}' lives on another backend's "
+                    "device; copy it to the host and to this backend's device first")
+            if alloc.id not in states:
+                shadow = None
+                if launch.checks["races"]:
+                    nbytes = alloc.count * RaceShadow.bytes_per_element(launch.tid_dtype)
+                    backend.memory.host_budget.take(
+                        nbytes, f"the race check's records of '{name}' (or pass "
+                        "checks={'races': False})")
+                    bound.shadow_bytes += nbytes
+                    shadow = RaceShadow(alloc.count, launch.tid_dtype)
+                init = alloc.init_mask() if launch.checks["uninitialized"] else None
+                states[alloc.id] = (init, shadow)
+            init, shadow = states[alloc.id]
+            estrides = tuple(s // arg.itemsize for s in arg.strides)
+            bound.values.append(SimArray(alloc.buffer(), arg.shape, estrides,
+                                         arg.element_offset(), name, init, shadow))
+        elif isinstance(arg, (bool, int, float, complex, np.generic)):
+            bound.values.append(arg)
+        elif isinstance(arg, tuple) and all(isinstance(v, (int, float, np.generic)) for v in arg):
+            bound.values.append(arg)
+        else:
+            raise TypeError(
+                f"argument '{name}' of kernel '{kernel.name}' is a {type(arg).__name__}; kernels "
+                "take device arrays (backend.to_device / allocate), numpy arrays (copied "
+                "implicitly), numbers, or tuples of numbers")
+    if bound.copy_back:
+        names = ", ".join(launch.stats.implicit_transfers)
+        warnings.warn(
+            f"kernel '{kernel.name}': host arrays passed directly ({names}) are copied to the "
+            "device before the launch and back after it; copy them once with backend.to_device "
+            "to avoid these implicit transfers", ImplicitTransferWarning, stacklevel=5)
+    return bound
+
+
+def _locate(exc: BaseException, launch: Launch, group: Group | None) -> KernelError:
+    """A KernelError for an unexpected exception, at the innermost kernel frame."""
+    lineno = filename = None
+    lane = None
+    for frame, line in traceback.walk_tb(exc.__traceback__):
+        if "_g_r" in frame.f_code.co_varnames:  # a transformed kernel or device function
+            lineno, filename = line, frame.f_code.co_filename
+            m = frame.f_locals.get("_g_m", True)
+            if m is True:
+                lane = 0
+            elif isinstance(m, np.ndarray) and m.any():
+                lane = int(np.argmax(m))
+    thread = group.thread_of(lane) if group is not None and lane is not None else None
+    block = group.block_of(lane) if group is not None and lane is not None else None
+    err = KernelError(f"{type(exc).__name__}: {exc}", kernel=launch.name, thread=thread,
+                      block=block, lineno=lineno, filename=filename)
+    return err
+
+
+def run_launch(backend: Any, kernel: SimKernel, grid: Any, block: Any, args: tuple, *,
+               stream: Any = 0, dynamic_shared_bytes: int = 0, checks: Any = None,
+               schedule: str | None = None, seed: int | None = None,
+               watchdog_s: float | None | str = "default", trace: Any = None) -> LaunchRecord:
+    """Run `kernel` over `grid` x `block` threads on `backend`'s simulated device."""
+    grid3, block3 = dims(grid, "grid"), dims(block, "block")
+    if not isinstance(dynamic_shared_bytes, (int, np.integer)) or dynamic_shared_bytes < 0:
+        raise LaunchConfigError(f"dynamic shared memory must be a non-negative int of bytes, "
+                                f"got {dynamic_shared_bytes!r}")
+    check_set = normalize_checks(checks, backend.checks)
+    if check_set["launch_limits"]:
+        validate_launch(backend.profile, grid3, block3, int(dynamic_shared_bytes))
+    schedule = schedule or backend.schedule
+    if schedule not in ("ordered", "shuffle"):
+        raise ValueError(f"schedule must be 'ordered' or 'shuffle', got {schedule!r}")
+    if schedule == "shuffle":
+        base_seed = backend.seed if seed is None else seed
+        rng = np.random.default_rng(base_seed)
+    else:
+        rng = None
+    watchdog = backend.watchdog_s if watchdog_s == "default" else watchdog_s
+    launch = Launch(kernel.name, grid3, block3, check_set, backend.profile, rng, watchdog,
+                    int(dynamic_shared_bytes), trace)
+    start = time.perf_counter()
+    bound = _bind(backend, kernel, args, launch)
+    order = np.arange(launch.nblocks, dtype=np.int64)
+    if rng is not None:
+        order = rng.permutation(order)
+    per_group = max(1, LANES_PER_GROUP // launch.tpb)
+    group = None
+    try:
+        with np.errstate(all="ignore"):
+            for first in range(0, launch.nblocks, per_group):
+                group = Group(launch, order[first:first + per_group])
+                STATE.group = group
+                kernel.fn(*bound.values)
+                STATE.group = None
+    except (KernelError, LaunchConfigError):
+        raise
+    except GpukitError as exc:
+        raise _locate(exc, launch, group) from exc
+    except Exception as exc:  # a Python error in the kernel's code: locate it
+        raise _locate(exc, launch, group) from exc
+    finally:
+        STATE.group = None
+        backend.memory.host_budget.give_back(bound.shadow_bytes)
+    for host, device in bound.copy_back:
+        backend.to_host(device, out=host, _implicit=True)
+        backend.free(device)
+    wall_ms = (time.perf_counter() - start) * 1e3
+    return LaunchRecord(kernel.name, grid3, block3, int(dynamic_shared_bytes), stream, wall_ms,
+                        launch.stats, check_set, schedule)

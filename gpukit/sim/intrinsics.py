@@ -1,0 +1,472 @@
+"""The `numba.cuda` namespace as kernels see it inside the simulator.
+
+Kernels keep writing `cuda.threadIdx.x`, `cuda.shared.array`, `cuda.syncthreads()`,
+`cuda.atomic.add` and `cuda.shfl_down_sync`; their `cuda` name is bound to `SIM_CUDA` here, whose
+members work on lane vectors of the running group. Barriers and warp-level calls check that the
+threads that must meet there do.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..errors import BarrierError, LaunchConfigError, UnsupportedKernelError
+from .arrays import LocalArray, RaceShadow, SharedArray, SimArray, _first
+from .atomics import ATOMIC_OPS
+from .context import Group, current
+from .runtime import Intrinsic, _vec
+
+WARP = 32
+FULL_MASK = 0xFFFFFFFF
+STATIC_SHARED_LIMIT = 48 * 1024
+
+
+def _dtype(dtype: Any) -> np.dtype:
+    module = type(dtype).__module__ or ""
+    if module.startswith("numba"):
+        from numba.np.numpy_support import as_dtype
+        return as_dtype(dtype)
+    return np.dtype(dtype)
+
+
+def _shape(shape: Any) -> tuple[int, ...]:
+    if isinstance(shape, (int, np.integer)):
+        return (int(shape),)
+    return tuple(int(s) for s in shape)
+
+
+def _c_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
+    strides, acc = [], 1
+    for n in reversed(shape):
+        strides.insert(0, acc)
+        acc *= n
+    return tuple(strides)
+
+
+def _poison(buf: np.ndarray) -> None:
+    """Fill never-written memory with values that make misuse visible when checks are off."""
+    kind = buf.dtype.kind
+    if kind in "fc":
+        buf.fill(np.nan)
+    elif kind in "iu":
+        buf.fill(np.iinfo(buf.dtype).max)
+    elif kind == "b":
+        buf.fill(True)
+
+
+def _label(g: Group, site: int, fallback: str) -> str:
+    s = g.launch.site(site)
+    return getattr(s, "label", None) or fallback
+
+
+# -- thread geometry -------------------------------------------------------------------------
+def _grid(m: Any, site: int, ndim: int) -> Any:
+    g = current()
+    t, b, d = g.threadIdx, g.blockIdx, g.blockDim
+    coords = (t.x + b.x * d.x, t.y + b.y * d.y, t.z + b.z * d.z)
+    return coords[0] if ndim == 1 else coords[:ndim]
+
+
+def _gridsize(m: Any, site: int, ndim: int) -> Any:
+    g = current()
+    d, n = g.blockDim, g.gridDim
+    sizes = (d.x * n.x, d.y * n.y, d.z * n.z)
+    return sizes[0] if ndim == 1 else sizes[:ndim]
+
+
+# -- memory spaces ---------------------------------------------------------------------------
+def _shared_array(m: Any, site: int, shape: Any, dtype: Any) -> SharedArray:
+    g = current()
+    arr = g.shared.get(site)
+    if arr is not None:
+        return arr
+    launch = g.launch
+    dt = _dtype(dtype)
+    shp = _shape(shape)
+    dynamic = shp in ((0,), ())
+    if dynamic:
+        key = ("dynamic", dt.str)
+        arr = g.shared.get(key)
+        if arr is not None:
+            g.shared[site] = arr
+            return arr
+        shp = (launch.dynamic_shared_bytes // dt.itemsize,)
+    size = int(np.prod(shp, dtype=np.int64))
+    if not dynamic:
+        g.static_shared_bytes += size * dt.itemsize
+        launch.stats.static_shared_bytes = g.static_shared_bytes
+        _check_shared_limits(g, site)
+    buf = np.empty(g.nb * size, dt)
+    _poison(buf)
+    checks = launch.checks
+    arr = SharedArray(buf, shp, _c_strides(shp), 0, _label(g, site, "shared"),
+                      np.zeros(len(buf), bool) if checks["uninitialized"] else None,
+                      RaceShadow(len(buf), launch.tid_dtype) if checks["races"] else None,
+                      lane_base=g.lane_block * size)
+    g.shared[site] = arr
+    if dynamic:
+        g.shared[("dynamic", dt.str)] = arr
+    return arr
+
+
+def _check_shared_limits(g: Group, site: int) -> None:
+    launch = g.launch
+    if not launch.checks["launch_limits"]:
+        return
+    static, dynamic = g.static_shared_bytes, launch.dynamic_shared_bytes
+    cc = launch.profile.cc
+    where = f"line {launch.site(site).lineno}"
+    if static > STATIC_SHARED_LIMIT:
+        raise LaunchConfigError(
+            f"kernel '{launch.name}' declares {static:,} bytes of static shared memory ({where}); "
+            f"static shared memory is limited to {STATIC_SHARED_LIMIT:,} bytes (48 KiB) per block "
+            "on every GPU; only dynamic shared memory (cuda.shared.array(0, ...) sized at "
+            "launch) can go above it")
+    if static + dynamic > cc.shared_mem_per_block_optin:
+        raise LaunchConfigError(
+            f"kernel '{launch.name}' needs {static:,} bytes of static plus {dynamic:,} bytes of "
+            f"dynamic shared memory per block, over the {launch.profile.name}'s limit of "
+            f"{cc.shared_mem_per_block_optin:,} bytes (CC {cc.name}); use smaller tiles")
+
+
+def _local_array(m: Any, site: int, shape: Any, dtype: Any) -> LocalArray:
+    g = current()
+    key = ("local", site)
+    arr = g.shared.get(key)
+    if arr is not None:
+        return arr
+    dt, shp = _dtype(dtype), _shape(shape)
+    size = int(np.prod(shp, dtype=np.int64))
+    buf = np.empty(g.size * size, dt)
+    _poison(buf)
+    arr = LocalArray(buf, shp, _c_strides(shp), 0, _label(g, site, "local"),
+                     np.zeros(len(buf), bool) if g.launch.checks["uninitialized"] else None,
+                     None, lane_base=np.arange(g.size, dtype=np.int64) * size)
+    g.shared[key] = arr
+    return arr
+
+
+def _const_array_like(m: Any, site: int, ary: Any) -> SimArray:
+    g = current()
+    key = ("const", site)
+    arr = g.shared.get(key)
+    if arr is None:
+        host = np.ascontiguousarray(ary)
+        arr = SimArray(host.reshape(-1), host.shape, _c_strides(host.shape), 0,
+                       _label(g, site, "const"), None, None, writable=False)
+        arr.kind = "const"
+        g.shared[key] = arr
+    return arr
+
+
+# -- barriers --------------------------------------------------------------------------------
+def _barrier(m: Any, site: int, what: str) -> tuple[Group, np.ndarray | None]:
+    """Check that every live thread of each block meets here; advance their barrier phase.
+
+    Returns the group and the bool vector of lanes at the barrier (None: all lanes).
+    """
+    g = current()
+    g.launch.stats.barriers += 1
+    if m is True and g.exited is False:
+        g.phase += 1
+        return g, None
+    at = np.ones(g.size, bool) if m is True else np.asarray(m, bool)
+    n_at = np.bincount(g.lane_block[at], minlength=g.nb)
+    if g.launch.checks["barriers"]:
+        live = g.live()
+        live = np.ones(g.size, bool) if live is True else live
+        n_live = np.bincount(g.lane_block[live], minlength=g.nb)
+        bad = (n_at > 0) & (n_at < n_live)
+        if bad.any():
+            block = int(np.argmax(bad))
+            missing = live & ~at & (g.lane_block == block)
+            lane_missing = int(np.argmax(missing))
+            lane_at = int(np.argmax(at & (g.lane_block == block)))
+            raise g.error(
+                BarrierError,
+                f"divergent barrier: {int(n_at[block])} of the {int(n_live[block])} live threads "
+                f"of block {g.block_of(lane_at)} reached {what} at line "
+                f"{g.launch.site(site).lineno}, but thread {g.thread_of(lane_missing)} did not "
+                "(it took another branch or left a loop earlier). Every live thread of a block "
+                "must reach the same barrier the same number of times, or the block hangs on a "
+                "GPU; move the barrier out of the condition", lane_at, site)
+    g.phase[n_at > 0] += 1
+    return g, at
+
+
+def _syncthreads(m: Any, site: int) -> None:
+    _barrier(m, site, "cuda.syncthreads()")
+
+
+def _block_vote(m: Any, site: int, predicate: Any, name: str) -> Any:
+    g, at = _barrier(m, site, f"cuda.{name}()")
+    pred = np.broadcast_to(np.asarray(predicate).astype(bool), (g.size,))
+    sel = pred if at is None else pred & at
+    counts = np.bincount(g.lane_block[sel], minlength=g.nb)
+    if name == "syncthreads_count":
+        return counts[g.lane_block].astype(np.int32)
+    totals = np.bincount(g.lane_block[at], minlength=g.nb) if at is not None \
+        else np.full(g.nb, g.launch.tpb)
+    if name == "syncthreads_and":
+        return (counts == totals)[g.lane_block].astype(np.int32)
+    return (counts > 0)[g.lane_block].astype(np.int32)
+
+
+def _fence(m: Any, site: int) -> None:
+    """Memory fences order a thread's own accesses; lock-step execution already does."""
+
+
+# -- warps -----------------------------------------------------------------------------------
+def _warp_check(g: Group, m: Any, site: int, mask: Any, what: str) -> np.ndarray:
+    """Check a *_sync call's mask; return the bool vector of active lanes."""
+    active = np.ones(g.size, bool) if m is True else np.asarray(m, bool)
+    if not g.launch.checks["barriers"]:
+        return active
+    lane = g.ltid % WARP
+    named = ((np.asarray(mask, np.int64) >> lane) & 1).astype(bool)
+    own_missing = active & ~named
+    if own_missing.any():
+        k = int(np.argmax(own_missing))
+        raise g.error(BarrierError, f"{what}: thread {g.thread_of(k)} (lane {int(lane[k])}) "
+                      f"calls it with mask {int(np.broadcast_to(mask, (g.size,))[k]):#010x}, "
+                      "which does not include its own lane", k, site)
+    warp = g.lane_block * ((g.launch.tpb + WARP - 1) // WARP) + g.ltid // WARP
+    warps_here = np.zeros(int(warp[-1]) + 1, bool)
+    warps_here[warp[active]] = True
+    live = g.live()
+    live = np.ones(g.size, bool) if live is True else live
+    absent = warps_here[warp] & named & live & ~active
+    if absent.any():
+        k = int(np.argmax(absent))
+        first = int(np.argmax(active & (warp == warp[k])))
+        raise g.error(BarrierError, f"{what} at line {g.launch.site(site).lineno}: the mask "
+                      f"names lane {int(lane[k])} (thread {g.thread_of(k)}), which did not reach "
+                      "this call (it took another branch); name only the lanes that take part, "
+                      "e.g. with cuda.activemask(), or call it outside the branch", first, site)
+    return active
+
+
+def _shuffle(m: Any, site: int, mask: Any, value: Any, src: Any, what: str,
+             clamp_low: bool = False) -> Any:
+    """value from lane `src` (per lane) of the same warp; out-of-range sources keep their own."""
+    g = current()
+    active = _warp_check(g, m, site, mask, f"cuda.{what}")
+    if not _vec(value):
+        return value
+    lane = g.ltid % WARP
+    src = np.broadcast_to(np.asarray(src, np.int64), (g.size,))
+    in_warp = (src >= 0) & (src < WARP)
+    idx = np.arange(g.size) - lane + np.where(in_warp, src, lane)
+    exists = (g.ltid - lane + np.where(in_warp, src, lane)) < g.launch.tpb
+    idx = np.where(exists, idx, np.arange(g.size))
+    if g.launch.checks["barriers"]:
+        bad = active & in_warp & (~exists | ~active[np.clip(idx, 0, g.size - 1)])
+        if bad.any():
+            k = int(np.argmax(bad))
+            raise g.error(BarrierError, f"cuda.{what} at line {g.launch.site(site).lineno}: "
+                          f"lane {int(lane[k])} reads lane {int(src[k])}, which is not active "
+                          "here (exited, in another branch, or past the end of the block), so "
+                          "the value is undefined on a GPU", k, site)
+    return value[idx]
+
+
+def _shfl_sync(m: Any, site: int, mask: Any, value: Any, src_lane: Any) -> Any:
+    return _shuffle(m, site, mask, value, np.asarray(src_lane) % WARP, "shfl_sync")
+
+
+def _shfl_up_sync(m: Any, site: int, mask: Any, value: Any, delta: Any) -> Any:
+    lane = current().ltid % WARP
+    return _shuffle(m, site, mask, value, lane - delta, "shfl_up_sync")
+
+
+def _shfl_down_sync(m: Any, site: int, mask: Any, value: Any, delta: Any) -> Any:
+    lane = current().ltid % WARP
+    return _shuffle(m, site, mask, value, lane + delta, "shfl_down_sync")
+
+
+def _shfl_xor_sync(m: Any, site: int, mask: Any, value: Any, lane_mask: Any) -> Any:
+    lane = current().ltid % WARP
+    return _shuffle(m, site, mask, value, lane ^ lane_mask, "shfl_xor_sync")
+
+
+def _warp_ids(g: Group) -> np.ndarray:
+    return g.lane_block * ((g.launch.tpb + WARP - 1) // WARP) + g.ltid // WARP
+
+
+def _ballot_bits(g: Group, active: np.ndarray, pred: Any) -> np.ndarray:
+    pred = np.broadcast_to(np.asarray(pred).astype(bool), (g.size,)) & active
+    warp = _warp_ids(g)
+    bits = np.bincount(warp[pred], weights=(1 << (g.ltid % WARP))[pred].astype(np.float64),
+                       minlength=int(warp[-1]) + 1)
+    return bits.astype(np.uint32)[warp]
+
+
+def _ballot_sync(m: Any, site: int, mask: Any, predicate: Any) -> Any:
+    g = current()
+    return _ballot_bits(g, _warp_check(g, m, site, mask, "cuda.ballot_sync"), predicate)
+
+
+def _vote(m: Any, site: int, mask: Any, predicate: Any, name: str) -> Any:
+    g = current()
+    active = _warp_check(g, m, site, mask, f"cuda.{name}")
+    yes = _ballot_bits(g, active, predicate)
+    present = _ballot_bits(g, active, True)
+    if name == "all_sync":
+        return (yes == present).astype(np.int32)
+    return (yes != 0).astype(np.int32)
+
+
+def _eq_sync(m: Any, site: int, mask: Any, value: Any) -> Any:
+    g = current()
+    active = _warp_check(g, m, site, mask, "cuda.eq_sync")
+    if not _vec(value):
+        return np.ones(g.size, np.int32)
+    warp = _warp_ids(g)
+    nw = int(warp[-1]) + 1
+    lo = np.full(nw, np.inf)
+    hi = np.full(nw, -np.inf)
+    np.minimum.at(lo, warp[active], value[active].astype(np.float64))
+    np.maximum.at(hi, warp[active], value[active].astype(np.float64))
+    return (lo == hi)[warp].astype(np.int32)
+
+
+def _activemask(m: Any, site: int) -> Any:
+    g = current()
+    active = np.ones(g.size, bool) if m is True else np.asarray(m, bool)
+    return _ballot_bits(g, active, True)
+
+
+def _lanemask_lt(m: Any, site: int) -> Any:
+    g = current()
+    return ((np.uint64(1) << (g.ltid % WARP).astype(np.uint64)) - np.uint64(1)).astype(np.uint32)
+
+
+def _syncwarp(m: Any, site: int, mask: Any = FULL_MASK) -> None:
+    g = current()
+    _warp_check(g, m, site, mask, "cuda.syncwarp")
+    if g.launch.checks["races"]:
+        # syncwarp orders the named lanes' memory accesses; modelled as a phase step for blocks
+        # that are one warp (where it is exactly a block barrier); otherwise conservative.
+        if g.launch.tpb <= WARP:
+            g.phase += 1
+
+
+# -- atomics and bit tricks ------------------------------------------------------------------
+def _atomic(op: str) -> Intrinsic:
+    def run(m: Any, site: int, ary: Any, idx: Any, *vals: Any) -> Any:
+        if m is False:
+            return 0
+        if not isinstance(ary, SimArray):
+            g = current()
+            raise g.error(UnsupportedKernelError, f"cuda.atomic.{op} needs a device or shared "
+                          f"array, not {type(ary).__name__}", _first(m), site)
+        return ary.atomic(current(), op, idx, m, site, *vals)
+    return Intrinsic(run, f"atomic.{op}")
+
+
+def _popc(m: Any, site: int, x: Any) -> Any:
+    x = np.asarray(x).astype(np.uint64)
+    count = np.zeros(x.shape, np.int32)
+    for _ in range(64):
+        count += (x & np.uint64(1)).astype(np.int32)
+        x = x >> np.uint64(1)
+    return count if count.ndim else int(count)
+
+
+def _brev(m: Any, site: int, x: Any) -> Any:
+    x = np.asarray(x)
+    bits = x.dtype.itemsize * 8
+    u = x.astype(np.uint64)
+    out = np.zeros(u.shape, np.uint64)
+    for _ in range(bits):
+        out = (out << np.uint64(1)) | (u & np.uint64(1))
+        u = u >> np.uint64(1)
+    return out.astype(x.dtype)
+
+
+def _clz(m: Any, site: int, x: Any) -> Any:
+    x = np.asarray(x)
+    bits = x.dtype.itemsize * 8
+    u = x.astype(np.uint64) & np.uint64((1 << bits) - 1)
+    n = np.full(u.shape, bits, np.int32)
+    for b in range(bits):
+        n = np.where((u >> np.uint64(b)) & np.uint64(1), bits - 1 - b, n)
+    return n if n.ndim else int(n)
+
+
+def _ffs(m: Any, site: int, x: Any) -> Any:
+    x = np.asarray(x)
+    bits = x.dtype.itemsize * 8
+    u = x.astype(np.uint64)
+    n = np.zeros(u.shape, np.int32)
+    for b in reversed(range(bits)):
+        n = np.where((u >> np.uint64(b)) & np.uint64(1), b + 1, n)
+    return n if n.ndim else int(n)
+
+
+class _Namespace:
+    def __init__(self, name: str, **members: Any):
+        self._name = name
+        self.__dict__.update(members)
+
+    def __getattr__(self, attr: str) -> Any:
+        raise UnsupportedKernelError(f"{self._name}.{attr} is not simulated by gpukit")
+
+
+class SimCuda:
+    """Stands in for the `numba.cuda` module inside simulated kernels."""
+
+    warpsize = WARP
+
+    def __init__(self) -> None:
+        f = Intrinsic
+        self.grid = f(_grid, "grid")
+        self.gridsize = f(_gridsize, "gridsize")
+        self.shared = _Namespace("cuda.shared", array=f(_shared_array, "shared.array"))
+        self.local = _Namespace("cuda.local", array=f(_local_array, "local.array"))
+        self.const = _Namespace("cuda.const", array_like=f(_const_array_like, "const.array_like"))
+        self.syncthreads = f(_syncthreads, "syncthreads")
+        for name in ("syncthreads_count", "syncthreads_and", "syncthreads_or"):
+            setattr(self, name, f(lambda m, s, p, _n=name: _block_vote(m, s, p, _n), name))
+        self.syncwarp = f(_syncwarp, "syncwarp")
+        for name in ("threadfence", "threadfence_block", "threadfence_system"):
+            setattr(self, name, f(_fence, name))
+        atomics = {op: _atomic(op) for op in ATOMIC_OPS}
+        atomics["compare_and_swap"] = Intrinsic(
+            lambda m, s, ary, old, val: atomics["cas"].fn(m, s, ary, 0, old, val),
+            "atomic.compare_and_swap")
+        self.atomic = _Namespace("cuda.atomic", **atomics)
+        self.shfl_sync = f(_shfl_sync, "shfl_sync")
+        self.shfl_up_sync = f(_shfl_up_sync, "shfl_up_sync")
+        self.shfl_down_sync = f(_shfl_down_sync, "shfl_down_sync")
+        self.shfl_xor_sync = f(_shfl_xor_sync, "shfl_xor_sync")
+        self.all_sync = f(lambda m, s, mask, p: _vote(m, s, mask, p, "all_sync"), "all_sync")
+        self.any_sync = f(lambda m, s, mask, p: _vote(m, s, mask, p, "any_sync"), "any_sync")
+        self.eq_sync = f(_eq_sync, "eq_sync")
+        self.ballot_sync = f(_ballot_sync, "ballot_sync")
+        self.activemask = f(_activemask, "activemask")
+        self.lanemask_lt = f(_lanemask_lt, "lanemask_lt")
+        self.popc = f(_popc, "popc")
+        self.brev = f(_brev, "brev")
+        self.clz = f(_clz, "clz")
+        self.ffs = f(_ffs, "ffs")
+        self.fma = f(lambda m, s, a, b, c: a * b + c, "fma")
+        self.cbrt = f(lambda m, s, x: np.cbrt(x), "cbrt")
+        self.selp = f(lambda m, s, c, a, b: np.where(c, a, b) if _vec(c) else (a if c else b),
+                      "selp")
+
+    threadIdx = property(lambda self: current().threadIdx)
+    blockIdx = property(lambda self: current().blockIdx)
+    blockDim = property(lambda self: current().blockDim)
+    gridDim = property(lambda self: current().gridDim)
+    laneid = property(lambda self: current().laneid)
+
+    def __getattr__(self, attr: str) -> Any:
+        raise UnsupportedKernelError(
+            f"cuda.{attr} is not available inside kernels on gpukit's simulator; see the "
+            "README's list of what the simulator models")
+
+
+SIM_CUDA = SimCuda()

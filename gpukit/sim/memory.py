@@ -1,0 +1,342 @@
+"""Simulated device memory: allocations counted against a device profile, and device arrays.
+
+Device arrays live apart from host memory: `to_device` copies, and a device array refuses implicit
+conversion to numpy. Storage is materialised on first touch, so a 10 GiB allocation on a simulated
+A100 costs no host memory until a kernel or a copy uses it; a host-memory budget turns a simulation
+that would exhaust the host into a clear error. Memory from `allocate` is uninitialised: each
+allocation keeps a mask of written elements for the simulator's uninitialised-read check.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..errors import (
+    HostMemoryBudgetError,
+    InvalidDeviceArrayError,
+    OutOfMemoryError,
+    TransferError,
+)
+
+ALLOC_ALIGN_BYTES = 256  # cudaMalloc hands out 256-byte aligned blocks
+_ids = itertools.count(1)
+
+
+def _fmt_bytes(n: int) -> str:
+    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= size:
+            return f"{n / size:.2f} {unit} ({n:,} bytes)"
+    return f"{n:,} bytes"
+
+
+def aligned_bytes(nbytes: int) -> int:
+    """The bytes an allocation of `nbytes` takes (rounded up to 256; at least 256)."""
+    return max(ALLOC_ALIGN_BYTES, -(-nbytes // ALLOC_ALIGN_BYTES) * ALLOC_ALIGN_BYTES)
+
+
+class HostBudget:
+    """Host memory the simulator may materialise, shared by all allocations of one device."""
+
+    def __init__(self, budget_bytes: int):
+        self.budget_bytes = int(budget_bytes)
+        self.used_bytes = 0
+
+    def take(self, nbytes: int, what: str) -> None:
+        if self.used_bytes + nbytes > self.budget_bytes:
+            raise HostMemoryBudgetError(
+                f"simulating this needs {_fmt_bytes(nbytes)} more host memory for {what}, but "
+                f"{_fmt_bytes(self.used_bytes)} of the simulator's host budget of "
+                f"{_fmt_bytes(self.budget_bytes)} is already in use; use smaller arrays, free "
+                "arrays you no longer need, or raise it with CPUBackend(host_memory_budget_bytes=...)"
+            )
+        self.used_bytes += nbytes
+
+    def give_back(self, nbytes: int) -> None:
+        self.used_bytes -= nbytes
+
+
+class Allocation:
+    """One cudaMalloc: a flat typed buffer, materialised lazily, with its written-elements mask."""
+
+    def __init__(self, memory: "DeviceMemory", count: int, dtype: np.dtype, initialized: bool):
+        self.memory = memory
+        self.id = next(_ids)
+        self.count = count
+        self.dtype = dtype
+        self.nbytes = count * dtype.itemsize
+        self.reserved_bytes = aligned_bytes(self.nbytes)
+        self.freed = False
+        self._buffer: np.ndarray | None = None
+        # None: every element written. Otherwise a bool mask, also materialised lazily.
+        self._all_initialized = initialized
+        self._init_mask: np.ndarray | None = None
+
+    def buffer(self) -> np.ndarray:
+        """The flat storage, materialised (zero pages, committed by the OS on first write)."""
+        if self._buffer is None:
+            self.memory.host_budget.take(self.nbytes, f"a {self.nbytes:,}-byte device array")
+            self._buffer = np.zeros(self.count, self.dtype)
+        return self._buffer
+
+    def init_mask(self) -> np.ndarray | None:
+        """Mask of written elements, or None when all are written."""
+        if self._all_initialized:
+            return None
+        if self._init_mask is None:
+            self.memory.host_budget.take(self.count, "the uninitialised-memory check")
+            self._init_mask = np.zeros(self.count, bool)
+        return self._init_mask
+
+    def mark_all_initialized(self) -> None:
+        if self._init_mask is not None:
+            self.memory.host_budget.give_back(self.count)
+        self._all_initialized, self._init_mask = True, None
+
+    def release(self) -> None:
+        if self._buffer is not None:
+            self.memory.host_budget.give_back(self.nbytes)
+        if self._init_mask is not None:
+            self.memory.host_budget.give_back(self.count)
+        self._buffer = self._init_mask = None
+        self.freed = True
+
+
+@dataclass(frozen=True)
+class TransferRecord:
+    """One host/device copy: direction "h2d", "d2h" or "d2d", its size and modeled duration."""
+
+    direction: str
+    nbytes: int
+    modeled_ms: float
+    pinned: bool = False
+    implicit: bool = False
+
+
+class DeviceMemory:
+    """The simulated device's memory: capacity, live allocations and the transfer log."""
+
+    def __init__(self, total_bytes: int, host_budget_bytes: int, backend_name: str = "cpu",
+                 link_ms: Any = None):
+        self.total_bytes = int(total_bytes)
+        # link_ms(direction, nbytes, pinned) -> modeled milliseconds of one copy
+        self.link_ms = link_ms or (lambda direction, nbytes, pinned: 0.0)
+        self.host_budget = HostBudget(host_budget_bytes)
+        self.backend_name = backend_name
+        self.live: dict[int, Allocation] = {}
+        self.used_bytes = 0
+        self.transfers: list[TransferRecord] = []
+
+    @property
+    def free_bytes(self) -> int:
+        return self.total_bytes - self.used_bytes
+
+    def allocate(self, count: int, dtype: np.dtype, initialized: bool = False) -> Allocation:
+        alloc = Allocation(self, count, dtype, initialized)
+        if alloc.reserved_bytes > self.free_bytes:
+            raise OutOfMemoryError(
+                f"out of device memory: requested {_fmt_bytes(alloc.reserved_bytes)}, free "
+                f"{_fmt_bytes(self.free_bytes)}, total {_fmt_bytes(self.total_bytes)}; free arrays "
+                "you no longer need (backend.free(array)) or choose a device with more memory",
+                requested_bytes=alloc.reserved_bytes, free_bytes=self.free_bytes,
+                total_bytes=self.total_bytes)
+        self.live[alloc.id] = alloc
+        self.used_bytes += alloc.reserved_bytes
+        return alloc
+
+    def release(self, alloc: Allocation) -> None:
+        if alloc.freed:
+            raise InvalidDeviceArrayError(
+                "double free: this device array was already freed; free each array once")
+        del self.live[alloc.id]
+        self.used_bytes -= alloc.reserved_bytes
+        alloc.release()
+
+    def record_transfer(self, direction: str, nbytes: int, pinned: bool = False,
+                        implicit: bool = False) -> TransferRecord:
+        record = TransferRecord(direction, int(nbytes), self.link_ms(direction, nbytes, pinned),
+                                pinned, implicit)
+        self.transfers.append(record)
+        return record
+
+    def release_all(self) -> None:
+        for alloc in list(self.live.values()):
+            self.release(alloc)
+
+
+def _layout(shape: tuple[int, ...], strides: tuple[int, ...], itemsize: int) -> str:
+    c_strides, f_strides, acc_c, acc_f = [], [], itemsize, itemsize
+    for dim in reversed(shape):
+        c_strides.insert(0, acc_c)
+        acc_c *= max(dim, 1)
+    for dim in shape:
+        f_strides.append(acc_f)
+        acc_f *= max(dim, 1)
+    relevant = [i for i, d in enumerate(shape) if d > 1]
+    if all(strides[i] == c_strides[i] for i in relevant):
+        return "C"
+    if all(strides[i] == f_strides[i] for i in relevant):
+        return "F"
+    return "A"
+
+
+class DeviceArray:
+    """An array in simulated device memory: shape, dtype, strides into one allocation.
+
+    Slicing gives device views. Conversion to numpy must be explicit (`to_host` or
+    `copy_to_host`), as with CuPy, so host/device traffic stays visible.
+    """
+
+    __array_priority__ = 1000  # make numpy defer binary operators to __array__'s refusal
+
+    def __init__(self, alloc: Allocation, shape: tuple[int, ...], strides: tuple[int, ...],
+                 offset_bytes: int = 0):
+        self._alloc = alloc
+        self.shape = tuple(int(s) for s in shape)
+        self.strides = tuple(int(s) for s in strides)
+        self.offset_bytes = int(offset_bytes)
+
+    # -- description -----------------------------------------------------------------------
+    @property
+    def dtype(self) -> np.dtype:
+        return self._alloc.dtype
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    @property
+    def itemsize(self) -> int:
+        return self.dtype.itemsize
+
+    @property
+    def nbytes(self) -> int:
+        return self.size * self.itemsize
+
+    @property
+    def layout(self) -> str:
+        """"C", "F" (Fortran) or "A" (any other strides), as numba names array layouts."""
+        return _layout(self.shape, self.strides, self.itemsize)
+
+    @property
+    def allocation(self) -> Allocation:
+        """The allocation behind this array; raises if it was freed."""
+        if self._alloc.freed:
+            raise InvalidDeviceArrayError(
+                f"use after free: this device array {self.shape} {self.dtype} was freed; "
+                "allocate a new one (or keep it until you are done with it)")
+        return self._alloc
+
+    @property
+    def is_freed(self) -> bool:
+        return self._alloc.freed
+
+    def __len__(self) -> int:
+        if not self.shape:
+            raise TypeError("len() of a 0-d device array")
+        return self.shape[0]
+
+    def __repr__(self) -> str:
+        state = ", freed" if self._alloc.freed else ""
+        return (f"<gpukit DeviceArray shape={self.shape} dtype={self.dtype} "
+                f"on {self._alloc.memory.backend_name}{state}>")
+
+    # -- host access is explicit -------------------------------------------------------------
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        raise TypeError(
+            "a gpukit device array cannot be converted to numpy implicitly; copy it to the host "
+            "with backend.to_host(array) (or array.copy_to_host())")
+
+    def __bool__(self) -> bool:
+        raise TypeError("the truth value of a device array is ambiguous on the host; copy it "
+                        "with backend.to_host(array) first")
+
+    def __iter__(self):
+        raise TypeError("cannot iterate over a device array on the host; copy it with "
+                        "backend.to_host(array) first")
+
+    def host_view(self) -> np.ndarray:
+        """A numpy view of the device storage (the simulator's own access; not a copy)."""
+        buf = self.allocation.buffer()
+        return np.ndarray(self.shape, self.dtype, buffer=buf, offset=self.offset_bytes,
+                          strides=self.strides)
+
+    def element_offset(self) -> int:
+        return self.offset_bytes // self.itemsize
+
+    def copy_to_host(self, out: np.ndarray | None = None) -> np.ndarray:
+        """A numpy copy (or a copy into `out`, which must match shape and dtype)."""
+        alloc = self.allocation
+        nbytes = self.nbytes
+        src = self.host_view()
+        if out is None:
+            out = np.array(src, order="K")
+        else:
+            _check_match(out, self, "copy_to_host(out=...)")
+            out[...] = src
+        alloc.memory.record_transfer("d2h", nbytes)
+        return out
+
+    def copy_to_device(self, host: Any) -> None:
+        """Copy a host array (same shape and dtype) or another device array into this one."""
+        alloc = self.allocation
+        if isinstance(host, DeviceArray):
+            _check_match(host, self, "copy_to_device")
+            self.host_view()[...] = host.host_view()
+            direction = "d2d"
+        else:
+            if not isinstance(host, np.ndarray):
+                raise TransferError(
+                    f"copy_to_device needs a numpy array or a device array, not "
+                    f"{type(host).__name__}")
+            _check_match(host, self, "copy_to_device")
+            self.host_view()[...] = host
+            direction = "h2d"
+        self._mark_written()
+        alloc.memory.record_transfer(direction, self.nbytes)
+
+    def _mark_written(self) -> None:
+        alloc = self.allocation
+        mask = alloc.init_mask()
+        if mask is None:
+            return
+        if self.size == alloc.count:
+            alloc.mark_all_initialized()
+            return
+        flat = np.ndarray(self.shape, bool, buffer=mask, offset=self.element_offset(),
+                          strides=tuple(s // self.itemsize for s in self.strides))
+        flat[...] = True
+
+    # -- views -------------------------------------------------------------------------------
+    def __getitem__(self, key: Any) -> "DeviceArray":
+        probe = np.lib.stride_tricks.as_strided(
+            np.empty(0, np.uint8), shape=self.shape, strides=self.strides, writeable=False)
+        try:
+            view = probe[key]
+        except IndexError as exc:
+            raise IndexError(f"device array index {key!r}: {exc}") from None
+        if not isinstance(view, np.ndarray):
+            raise TypeError(
+                "indexing a device array on the host gives device views only; to read "
+                f"element {key!r}, copy it: backend.to_host(array)[{key!r}]")
+        extra = (view.__array_interface__["data"][0]
+                 - probe.__array_interface__["data"][0])
+        return DeviceArray(self._alloc, view.shape, view.strides, self.offset_bytes + extra)
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        raise TypeError("device arrays cannot be assigned on the host; use "
+                        "array[...].copy_to_device(host_array) or a kernel")
+
+
+def _check_match(a: Any, b: Any, what: str) -> None:
+    if tuple(a.shape) != tuple(b.shape) or np.dtype(a.dtype) != np.dtype(b.dtype):
+        raise TransferError(
+            f"{what}: shape/dtype mismatch, source {tuple(a.shape)} {np.dtype(a.dtype)} vs "
+            f"destination {tuple(b.shape)} {np.dtype(b.dtype)}; copies need equal shapes and dtypes")

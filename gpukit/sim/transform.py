@@ -1,0 +1,497 @@
+"""Rewrite a kernel's Python source into lock-step code over all threads of a group of blocks.
+
+Every value a thread computes becomes a numpy vector with one lane per thread (or stays a plain
+scalar while all threads agree). Control flow becomes masks: an `if` runs its body for the lanes
+whose condition holds, loops run until no lane wants another iteration, and `return`, `break` and
+`continue` retire lanes from the mask. Array reads and writes, calls, integer division and short
+circuits go through the runtime (`gpukit.sim.runtime`), which applies the mask and the checks.
+
+The generated functions keep the original file name and line numbers, so tracebacks and error
+messages point at the learner's own lines. What Python constructs a kernel may use is listed in
+`UNSUPPORTED`; anything else is rejected at compile time with the line that uses it.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import textwrap
+from dataclasses import dataclass, field
+from typing import Callable
+
+from ..errors import UnsupportedKernelError
+
+P = "_g_"  # prefix of every name the transform introduces
+M = P + "m"  # the current mask
+R = P + "r"  # lanes that returned from this function
+RV = P + "rv"  # return value of a device function
+
+UNSUPPORTED = {
+    ast.Try: "try/except", ast.With: "with", ast.Raise: "raise", ast.Global: "global",
+    ast.Nonlocal: "nonlocal", ast.Delete: "del", ast.ClassDef: "class definitions",
+    ast.FunctionDef: "nested function definitions", ast.AsyncFunctionDef: "async functions",
+    ast.Import: "import", ast.ImportFrom: "import", ast.Lambda: "lambda",
+    ast.ListComp: "list comprehensions", ast.SetComp: "set comprehensions",
+    ast.DictComp: "dict comprehensions", ast.GeneratorExp: "generator expressions",
+    ast.Yield: "yield", ast.YieldFrom: "yield", ast.Await: "await", ast.NamedExpr: ":=",
+    ast.Starred: "*args unpacking", ast.JoinedStr: "f-strings",
+}
+
+
+@dataclass
+class Site:
+    """A place in the kernel source that the runtime may report: its line and its text."""
+
+    lineno: int
+    text: str
+    filename: str
+    function: str
+    label: str | None = None  # the variable an array declared here is assigned to
+
+
+# Every site of every transformed function; the generated code refers to sites by index here.
+SITES: list[Site] = []
+
+
+@dataclass
+class Transformed:
+    """A kernel or device function rewritten for the simulator."""
+
+    name: str
+    filename: str
+    firstlineno: int
+    is_device: bool
+    source: str  # the generated Python source, for debugging (`explain`)
+    code: object  # compiled factory module code
+    freevars: tuple[str, ...]
+    sites: list[Site] = field(default_factory=list)
+
+
+# Binary operators that go through the runtime: integer division by zero is checked, and float
+# division by zero gives inf/nan as on a GPU instead of Python's ZeroDivisionError.
+_CHECKED_OPS = {ast.FloorDiv: "floordiv", ast.Mod: "mod", ast.Div: "truediv", ast.Pow: "pow"}
+
+
+def _unsupported(node: ast.AST, what: str, fn: str, filename: str) -> UnsupportedKernelError:
+    return UnsupportedKernelError(
+        f"{what} is not supported inside a kernel by gpukit's simulator (nor by numba-cuda in "
+        "most cases); rewrite it with plain arithmetic, if/for/while and array indexing",
+        kernel=fn, lineno=getattr(node, "lineno", None), filename=filename)
+
+
+def _name(id_: str, ctx: type = ast.Load) -> ast.Name:
+    return ast.Name(id=id_, ctx=ctx())
+
+
+def _call(func: str, *args: ast.expr) -> ast.Call:
+    return ast.Call(func=_name(func), args=list(args), keywords=[])
+
+
+def _assign(target: str, value: ast.expr) -> ast.Assign:
+    return ast.Assign(targets=[_name(target, ast.Store)], value=value)
+
+
+def _masked_lambda(body: ast.expr) -> ast.Lambda:
+    """`lambda _g_m: body`: evaluates `body` later under a narrower mask."""
+    args = ast.arguments(posonlyargs=[], args=[ast.arg(arg=M)], kwonlyargs=[], kw_defaults=[],
+                         defaults=[])
+    return ast.Lambda(args=args, body=body)
+
+
+def _retires(nodes: list[ast.stmt], depth: int = 0) -> bool:
+    """Whether these statements can retire lanes of the enclosing block: a `return` anywhere, or a
+    `break`/`continue` that is not inside a nested loop."""
+    for node in nodes:
+        if isinstance(node, ast.Return):
+            return True
+        if isinstance(node, (ast.Break, ast.Continue)) and depth == 0:
+            return True
+        if isinstance(node, (ast.For, ast.While)) and _retires(node.body, depth + 1):
+            return True
+        if isinstance(node, ast.If) and (_retires(node.body, depth)
+                                         or _retires(node.orelse, depth)):
+            return True
+    return False
+
+
+class _Expr(ast.NodeTransformer):
+    """Rewrites an expression: masked loads, calls, short circuits, checked division."""
+
+    def __init__(self, comp: "_Compiler"):
+        self.comp = comp
+
+    def generic_visit(self, node: ast.AST) -> ast.AST:
+        for kind, what in UNSUPPORTED.items():
+            if isinstance(node, kind):
+                raise self.comp.error(node, what)
+        return super().generic_visit(node)
+
+    def visit_Subscript(self, node: ast.Subscript) -> ast.AST:
+        if not isinstance(node.ctx, ast.Load):
+            raise self.comp.error(node, "this subscript target")
+        value = self.visit(node.value)
+        index = self.visit(node.slice)
+        if isinstance(node.slice, ast.Slice) or (
+                isinstance(node.slice, ast.Tuple)
+                and any(isinstance(e, ast.Slice) for e in node.slice.elts)):
+            raise self.comp.error(node, "slicing an array inside a kernel (a[i, :])")
+        site = self.comp.site(node)
+        return _call(P + "ld", value, index, _name(M), ast.Constant(site))
+
+    def visit_Call(self, node: ast.Call) -> ast.AST:
+        if isinstance(node.func, ast.Name) and node.func.id == "range":
+            raise self.comp.error(node, "range() outside a for loop header")
+        func = self.visit(node.func)
+        args = [self.visit(a) for a in node.args]
+        keywords = [ast.keyword(arg=k.arg, value=self.visit(k.value)) for k in node.keywords]
+        if any(k.arg is None for k in node.keywords):
+            raise self.comp.error(node, "**kwargs unpacking")
+        site = self.comp.site(node)
+        return ast.Call(func=_name(P + "call"),
+                        args=[func, _name(M), ast.Constant(site), *args], keywords=keywords)
+
+    def visit_BoolOp(self, node: ast.BoolOp) -> ast.AST:
+        helper = P + ("land" if isinstance(node.op, ast.And) else "lor")
+        values = [self.visit(v) for v in node.values]
+        result = values[-1]
+        for value in reversed(values[:-1]):
+            result = _call(helper, _name(M), value, _masked_lambda(result))
+        return result
+
+    def visit_UnaryOp(self, node: ast.UnaryOp) -> ast.AST:
+        operand = self.visit(node.operand)
+        if isinstance(node.op, ast.Not):
+            return _call(P + "not", operand)
+        return ast.UnaryOp(op=node.op, operand=operand)
+
+    def visit_IfExp(self, node: ast.IfExp) -> ast.AST:
+        return _call(P + "ifexp", _name(M), self.visit(node.test),
+                     _masked_lambda(self.visit(node.body)), _masked_lambda(self.visit(node.orelse)))
+
+    def visit_Compare(self, node: ast.Compare) -> ast.AST:
+        for op in node.ops:
+            if isinstance(op, (ast.In, ast.NotIn, ast.Is, ast.IsNot)):
+                raise self.comp.error(node, f"the '{type(op).__name__}' comparison")
+        left = self.visit(node.left)
+        comparators = [self.visit(c) for c in node.comparators]
+        if len(node.ops) == 1:
+            return ast.Compare(left=left, ops=node.ops, comparators=comparators)
+        pairs, prev = [], left
+        for op, right in zip(node.ops, comparators):
+            pairs.append(ast.Compare(left=prev, ops=[op], comparators=[right]))
+            prev = right
+        result = pairs[-1]
+        for pair in reversed(pairs[:-1]):
+            result = _call(P + "land", _name(M), pair, _masked_lambda(result))
+        return result
+
+    def visit_BinOp(self, node: ast.BinOp) -> ast.AST:
+        left, right = self.visit(node.left), self.visit(node.right)
+        helper = _CHECKED_OPS.get(type(node.op))
+        if helper is None:
+            return ast.BinOp(left=left, op=node.op, right=right)
+        return _call(P + helper, left, right, _name(M), ast.Constant(self.comp.site(node)))
+
+
+class _Compiler:
+    """Compiles one function body into masked statements."""
+
+    def __init__(self, fn: ast.FunctionDef, filename: str, source: str, is_device: bool):
+        self.fn = fn
+        self.filename = filename
+        self.source = source
+        self.is_device = is_device
+        self.sites: list[Site] = []
+        self.counter = 0
+        self.loops: list[tuple[str, str]] = []  # (broken lanes var, continued lanes var)
+        self.expr = _Expr(self)
+
+    # -- helpers ---------------------------------------------------------------------------
+    def fresh(self, base: str) -> str:
+        self.counter += 1
+        return f"{P}{base}{self.counter}"
+
+    def error(self, node: ast.AST, what: str) -> UnsupportedKernelError:
+        return _unsupported(node, what, self.fn.name, self.filename)
+
+    def site(self, node: ast.AST) -> int:
+        text = ast.get_source_segment(self.source, node) or ast.unparse(node)
+        SITES.append(Site(node.lineno, " ".join(text.split()), self.filename, self.fn.name))
+        self.sites.append(SITES[-1])
+        return len(SITES) - 1
+
+    def e(self, node: ast.expr) -> ast.expr:
+        return self.expr.visit(node)
+
+    def tick(self, node: ast.AST) -> ast.stmt:
+        return ast.Expr(_call(P + "tick", ast.Constant(self.site(node))))
+
+    # -- blocks ----------------------------------------------------------------------------
+    def block(self, stmts: list[ast.stmt]) -> list[ast.stmt]:
+        """Compile a list of statements; after one that can retire lanes, guard the rest."""
+        out: list[ast.stmt] = []
+        for i, stmt in enumerate(stmts):
+            compiled = self.stmt(stmt)
+            for node in compiled:
+                ast.copy_location(node, stmt)
+            out.extend(compiled)
+            rest = stmts[i + 1:]
+            if rest and _retires([stmt]):
+                guarded = self.block(rest)
+                test = _call(P + "any", _name(M))
+                out.append(ast.copy_location(ast.If(test=test, body=guarded or [ast.Pass()],
+                                                    orelse=[]), rest[0]))
+                return out
+        return out
+
+    def restore(self, saved: str) -> ast.stmt:
+        """`_g_m = saved & ~returned & ~broken & ~continued` for the innermost loop."""
+        args: list[ast.expr] = [_name(saved), _name(R)]
+        if self.loops:
+            args += [_name(self.loops[-1][0]), _name(self.loops[-1][1])]
+        return _assign(M, _call(P + "restore", *args))
+
+    # -- statements ------------------------------------------------------------------------
+    def stmt(self, node: ast.stmt) -> list[ast.stmt]:
+        method = getattr(self, "s_" + type(node).__name__, None)
+        if method is None:
+            raise self.error(node, UNSUPPORTED.get(type(node), f"the {type(node).__name__} "
+                                                               "statement"))
+        return method(node)
+
+    def s_Pass(self, node: ast.Pass) -> list[ast.stmt]:
+        return []
+
+    def s_Expr(self, node: ast.Expr) -> list[ast.stmt]:
+        if isinstance(node.value, ast.Constant):  # a docstring or a bare constant
+            return []
+        return [ast.Expr(self.e(node.value))]
+
+    def s_Assign(self, node: ast.Assign) -> list[ast.stmt]:
+        value = self.e(node.value)
+        if isinstance(node.value, ast.Call) and len(node.targets) == 1 \
+                and isinstance(node.targets[0], ast.Name):
+            SITES[value.args[2].value].label = node.targets[0].id  # name arrays in messages
+        if len(node.targets) == 1:
+            return self.store(node.targets[0], value)
+        tmp = self.fresh("v")
+        out: list[ast.stmt] = [_assign(tmp, value)]
+        for target in node.targets:
+            out += self.store(target, _name(tmp))
+        return out
+
+    def s_AnnAssign(self, node: ast.AnnAssign) -> list[ast.stmt]:
+        if node.value is None:
+            return []
+        return self.store(node.target, self.e(node.value))
+
+    def store(self, target: ast.expr, value: ast.expr) -> list[ast.stmt]:
+        if isinstance(target, ast.Name):
+            return [_assign(target.id, _call(P + "merge", _name(M), value, _name(target.id)))]
+        if isinstance(target, ast.Subscript):
+            if isinstance(target.slice, ast.Slice):
+                raise self.error(target, "assigning to a slice inside a kernel")
+            site = self.site(target)
+            return [ast.Expr(_call(P + "st", self.e(target.value), self.e(target.slice),
+                                   value, _name(M), ast.Constant(site)))]
+        if isinstance(target, (ast.Tuple, ast.List)):
+            tmp = self.fresh("t")
+            out: list[ast.stmt] = [_assign(tmp, _call(P + "unpack", value,
+                                                      ast.Constant(len(target.elts))))]
+            for i, elt in enumerate(target.elts):
+                item = ast.Subscript(value=_name(tmp), slice=ast.Constant(i), ctx=ast.Load())
+                out += self.store(elt, item)
+            return out
+        raise self.error(target, f"assigning to {type(target).__name__.lower()} targets")
+
+    def s_AugAssign(self, node: ast.AugAssign) -> list[ast.stmt]:
+        target = node.target
+        if isinstance(target, ast.Name):
+            expr = ast.BinOp(left=_name(target.id), op=node.op, right=node.value)
+            ast.copy_location(expr, node)
+            return self.store(target, self.e(expr))
+        if isinstance(target, ast.Subscript):
+            arr, idx = self.fresh("a"), self.fresh("i")
+            site = self.site(target)
+            load = _call(P + "ld", _name(arr), _name(idx), _name(M), ast.Constant(site))
+            helper = _CHECKED_OPS.get(type(node.op))
+            if helper:
+                value = _call(P + helper, load, self.e(node.value), _name(M),
+                              ast.Constant(self.site(node)))
+            else:
+                value = ast.BinOp(left=load, op=node.op, right=self.e(node.value))
+            return [_assign(arr, self.e(target.value)), _assign(idx, self.e(target.slice)),
+                    ast.Expr(_call(P + "st", _name(arr), _name(idx), value, _name(M),
+                                   ast.Constant(site)))]
+        raise self.error(target, f"augmented assignment to {type(target).__name__.lower()}")
+
+    def s_If(self, node: ast.If) -> list[ast.stmt]:
+        cond, saved = self.fresh("c"), self.fresh("s")
+        out: list[ast.stmt] = [
+            _assign(cond, _call(P + "cond", self.e(node.test), _name(M),
+                                ast.Constant(self.site(node.test)))),
+            _assign(saved, _name(M)),
+            _assign(M, _call(P + "and", _name(saved), _name(cond))),
+            ast.If(test=_call(P + "any", _name(M)), body=self.block(node.body) or [ast.Pass()],
+                   orelse=[]),
+        ]
+        if node.orelse:
+            out += [_assign(M, _call(P + "andnot", _name(saved), _name(cond))),
+                    ast.If(test=_call(P + "any", _name(M)),
+                           body=self.block(node.orelse) or [ast.Pass()], orelse=[])]
+        out.append(self.restore(saved))
+        return out
+
+    def s_Return(self, node: ast.Return) -> list[ast.stmt]:
+        out: list[ast.stmt] = []
+        if node.value is not None:
+            if not self.is_device:
+                raise self.error(node, "returning a value from a kernel (kernels return None)")
+            out.append(_assign(RV, _call(P + "merge", _name(M), self.e(node.value), _name(RV))))
+        helper = P + ("retire" if self.is_device else "exit")
+        out += [_assign(R, _call(helper, _name(R), _name(M))), _assign(M, ast.Constant(False))]
+        return out
+
+    def s_Break(self, node: ast.Break) -> list[ast.stmt]:
+        broken = self.loops[-1][0]
+        return [_assign(broken, _call(P + "retire", _name(broken), _name(M))),
+                _assign(M, ast.Constant(False))]
+
+    def s_Continue(self, node: ast.Continue) -> list[ast.stmt]:
+        cont = self.loops[-1][1]
+        return [_assign(cont, _call(P + "retire", _name(cont), _name(M))),
+                _assign(M, ast.Constant(False))]
+
+    def s_Assert(self, node: ast.Assert) -> list[ast.stmt]:
+        msg = self.e(node.msg) if node.msg is not None else ast.Constant(None)
+        return [ast.Expr(_call(P + "assert", _name(M), self.e(node.test), msg,
+                               ast.Constant(self.site(node))))]
+
+    def loop(self, node: ast.stmt, setup: list[ast.stmt], test: ast.expr | None,
+             head: list[ast.stmt], step: list[ast.stmt]) -> list[ast.stmt]:
+        """The masked loop skeleton shared by `while` and `for ... in range(...)`.
+
+        Each iteration the mask is the entry mask minus retired lanes (returned, broken, or out of
+        iterations); lanes whose test fails retire for good. `continue` lanes come back next turn.
+        """
+        if node.orelse:
+            raise self.error(node, "an else clause on a loop")
+        saved, broken, cont, before = (self.fresh("s"), self.fresh("b"), self.fresh("k"),
+                                       self.fresh("w"))
+        self.loops.append((broken, cont))
+        body = self.block(node.body)
+        self.loops.pop()
+        iteration: list[ast.stmt] = [
+            _assign(M, _call(P + "restore", _name(saved), _name(R), _name(broken))),
+            ast.If(test=ast.UnaryOp(op=ast.Not(), operand=_call(P + "any", _name(M))),
+                   body=[ast.Break()], orelse=[]),
+        ]
+        if test is not None:
+            cond = self.fresh("c")
+            iteration += [
+                _assign(before, _name(M)),
+                _assign(cond, _call(P + "cond", test, _name(M), ast.Constant(self.site(node)))),
+                _assign(M, _call(P + "and", _name(before), _name(cond))),
+                _assign(broken, _call(P + "retire", _name(broken),
+                                      _call(P + "andnot", _name(before), _name(cond)))),
+                ast.If(test=ast.UnaryOp(op=ast.Not(), operand=_call(P + "any", _name(M))),
+                       body=[ast.Break()], orelse=[]),
+            ]
+        iteration += [_assign(cont, ast.Constant(False)), *head, *body, *step,
+                      self.tick(node)]
+        return [_assign(saved, _name(M)), _assign(broken, ast.Constant(False)), *setup,
+                ast.While(test=ast.Constant(True), body=iteration, orelse=[]),
+                _assign(M, _call(P + "restore", _name(saved), _name(R)))]
+
+    def s_While(self, node: ast.While) -> list[ast.stmt]:
+        return self.loop(node, [], self.e(node.test), [], [])
+
+    def s_For(self, node: ast.For) -> list[ast.stmt]:
+        it = node.iter
+        if not (isinstance(it, ast.Call) and isinstance(it.func, ast.Name)
+                and it.func.id == "range" and not it.keywords and 1 <= len(it.args) <= 3):
+            raise self.error(node, "for loops over anything but range(...)")
+        args = [self.e(a) for a in it.args]
+        if len(args) == 1:
+            args = [ast.Constant(0), *args]
+        if len(args) == 2:
+            args.append(ast.Constant(1))
+        counter, stop, stride = self.fresh("n"), self.fresh("e"), self.fresh("d")
+        site = ast.Constant(self.site(it))
+        setup = [_assign(counter, args[0]), _assign(stop, args[1]),
+                 _assign(stride, _call(P + "step", args[2], _name(M), site))]
+        test = _call(P + "in_range", _name(counter), _name(stop), _name(stride))
+        head = self.store(node.target, _name(counter))
+        # retired lanes may step too: the hidden counter is read only by active lanes
+        step = [_assign(counter, ast.BinOp(left=_name(counter), op=ast.Add(),
+                                           right=_name(stride)))]
+        return self.loop(node, setup, test, head, step)
+
+
+def _local_names(fn: ast.FunctionDef) -> list[str]:
+    params = {a.arg for a in fn.args.args}
+    names: dict[str, None] = {}
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store) \
+                and node.id not in params:
+            names[node.id] = None
+    return list(names)
+
+
+def function_source(func: Callable) -> tuple[ast.FunctionDef, str, str, int]:
+    """The FunctionDef of `func`, its dedented source, file name and first line."""
+    try:
+        lines, firstlineno = inspect.getsourcelines(func)
+    except (OSError, TypeError) as exc:
+        raise UnsupportedKernelError(
+            f"cannot read the source of {getattr(func, '__name__', func)!r} ({exc}); the simulator "
+            "needs kernels defined in a file or a notebook cell, not built with exec()",
+            kernel=getattr(func, "__name__", None)) from exc
+    source = textwrap.dedent("".join(lines))
+    tree = ast.parse(source)
+    ast.increment_lineno(tree, firstlineno - 1)
+    fn = tree.body[0]
+    if not isinstance(fn, ast.FunctionDef):
+        raise UnsupportedKernelError(f"{func!r} is not defined with def", kernel=str(func))
+    # get_source_segment needs positions relative to `source`: keep a padded copy
+    padded = "\n" * (firstlineno - 1) + source
+    return fn, padded, func.__code__.co_filename, firstlineno
+
+
+def transform(func: Callable, is_device: bool = False) -> Transformed:
+    """Rewrite `func` (a plain Python function written against numba.cuda) for the simulator."""
+    fn, source, filename, firstlineno = function_source(func)
+    a = fn.args
+    if a.vararg or a.kwarg or a.kwonlyargs or a.posonlyargs:
+        raise _unsupported(fn, "*args, **kwargs and keyword-only parameters", fn.name, filename)
+    comp = _Compiler(fn, filename, source, is_device)
+    prologue: list[ast.stmt] = [_assign(R, ast.Constant(False))]
+    if not is_device:
+        prologue.insert(0, _assign(M, _call(P + "entry_mask")))
+    else:
+        prologue.append(_assign(RV, _name(P + "U")))
+    prologue += [_assign(n, _name(P + "U")) for n in _local_names(fn)]
+    body = comp.block(fn.body)
+    params = ([ast.arg(arg=M)] if is_device else []) + [ast.arg(arg=x.arg) for x in a.args]
+    epilogue: list[ast.stmt] = [ast.Return(value=_name(RV))] if is_device else []
+    new_fn = ast.FunctionDef(
+        name=fn.name,
+        args=ast.arguments(posonlyargs=[], args=params, kwonlyargs=[], kw_defaults=[],
+                           defaults=[]),
+        body=prologue + body + epilogue, decorator_list=[], returns=None, type_params=[])
+    ast.copy_location(new_fn, fn)
+    for node in prologue + epilogue:
+        ast.copy_location(node, fn)
+    freevars = tuple(func.__code__.co_freevars)
+    factory = ast.FunctionDef(
+        name=P + "factory",
+        args=ast.arguments(posonlyargs=[], args=[ast.arg(arg=v) for v in freevars],
+                           kwonlyargs=[], kw_defaults=[], defaults=[]),
+        body=[new_fn, ast.Return(value=_name(fn.name))], decorator_list=[], returns=None,
+        type_params=[])
+    ast.copy_location(factory, fn)
+    module = ast.Module(body=[factory], type_ignores=[])
+    ast.fix_missing_locations(module)
+    code = compile(module, filename, "exec")
+    return Transformed(fn.name, filename, firstlineno, is_device, ast.unparse(module), code,
+                       freevars, comp.sites)
