@@ -21,35 +21,7 @@ from ..errors import (
     UninitializedMemoryError,
 )
 from .context import Group
-
-
-class RaceShadow:
-    """Per-element access records of one buffer during one launch (zero means none)."""
-
-    def __init__(self, n: int, tid_dtype: Any):
-        self.n = n
-        self.w_tid = np.zeros(n, tid_dtype)  # writer thread + 1
-        self.w_phase = np.zeros(n, np.int32)
-        self.w_atomic = np.zeros(n, bool)
-        self.w_site = np.zeros(n, np.int32)
-        self.r_tid = np.zeros(n, tid_dtype)  # one reader + 1
-        self.r_blk = np.zeros(n, np.int64)  # its block + 1, or -1 when readers span blocks
-        self.r_phase = np.zeros(n, np.int32)
-        self.r_multi = np.zeros(n, bool)  # several threads of that block read in that phase
-        self.r_other = np.zeros(n, tid_dtype)  # when several: another reader + 1
-        self.r_site = np.zeros(n, np.int32)
-        self.stamp = np.zeros(n, np.int64)  # scratch: finds lanes that share an element
-
-    @staticmethod
-    def bytes_per_element(tid_dtype: Any) -> int:
-        return 3 * np.dtype(tid_dtype).itemsize + 4 * 3 + 2 + 8 + 8
-
-
-def _duplicates(stamp: np.ndarray, flat: np.ndarray) -> np.ndarray:
-    """Lanes whose element another lane of the same access also touches (at least one of each)."""
-    ids = np.arange(len(flat), dtype=np.int64)
-    stamp[flat] = ids
-    return stamp[flat] != ids
+from .races import NO_CONFLICT, RaceShadow
 
 
 class SimArray:
@@ -170,7 +142,7 @@ class SimArray:
         other_block = (other_block_lin % gx, (other_block_lin // gx) % gy,
                        other_block_lin // (gx * gy))
         this_site, that_site = launch.site(site), launch.site(other_site)
-        verb = lambda w: "writes" if w else "reads"  # noqa: E731
+        verb = lambda w: "writes" if w else "reads"
         same_block = other_block == g.block_of(lane)
         fix = ("put cuda.syncthreads() between the two accesses, or make both atomic"
                if same_block else
@@ -184,77 +156,23 @@ class SimArray:
         return g.error(RaceConditionError, message, lane, site, other_thread=other_thread,
                        other_block=other_block, other_lineno=that_site.lineno)
 
-    def _check_against_writer(self, g: Group, sh: RaceShadow, flat: np.ndarray, lanes: Any,
-                              comps: list, site: int, tid: np.ndarray, blk: np.ndarray,
-                              ph: np.ndarray, atomic: bool, writes: bool) -> None:
-        w = sh.w_tid[flat]
-        if not w.any():
-            return
-        wt = w.astype(np.int64) - 1
-        conflict = (w != 0) & (wt != tid) & ((wt // g.launch.tpb != blk) | (sh.w_phase[flat] == ph))
-        if atomic:
-            conflict &= ~sh.w_atomic[flat]
-        if conflict.any():
-            k = int(np.argmax(conflict))
-            raise self._race(g, k, lanes, comps, site, int(wt[k]), int(sh.w_site[flat[k]]),
-                             writes, True)
-
     def _record_read(self, g: Group, flat: np.ndarray, lanes: Any, comps: list, site: int
                      ) -> None:
-        sh = self.shadow
         tid = g.gtid if lanes is None else g.gtid[lanes]
         blk = g.gblk if lanes is None else g.gblk[lanes]
-        ph = g.lane_phase(lanes)
-        self._check_against_writer(g, sh, flat, lanes, comps, site, tid, blk, ph, False, False)
-        rt, rb, rp = sh.r_tid[flat], sh.r_blk[flat], sh.r_phase[flat]
-        none = rt == 0
-        same = rb == blk + 1
-        fresh = none | (same & (ph > rp))
-        joins = ~fresh & same & (rt.astype(np.int64) - 1 != tid)
-        new_multi = np.where(fresh, False, sh.r_multi[flat] | joins)
-        new_other = np.where(joins, tid + 1, sh.r_other[flat])
-        new_blk = np.where(none | same, blk + 1, -1)
-        dup = _duplicates(sh.stamp, flat)
-        if dup.any():
-            new_multi, new_blk, new_other = _merge_duplicate_readers(
-                flat, blk, tid, new_multi, new_blk, new_other)
-        sh.r_other[flat] = new_other
-        sh.r_tid[flat] = np.where(fresh, tid + 1, rt)
-        sh.r_blk[flat] = new_blk
-        sh.r_phase[flat] = np.where(fresh, ph, np.maximum(rp, ph))
-        sh.r_multi[flat] = new_multi
-        sh.r_site[flat] = np.where(fresh, site, sh.r_site[flat])
+        k, other, other_site = self.shadow.read(flat, tid, blk, g.lane_phase(lanes), site,
+                                                g.launch.tpb)
+        if k != NO_CONFLICT:
+            raise self._race(g, k, lanes, comps, site, other, other_site, False, True)
 
     def _record_write(self, g: Group, flat: np.ndarray, lanes: Any, comps: list, site: int,
                       atomic: bool) -> None:
-        sh = self.shadow
         tid = g.gtid if lanes is None else g.gtid[lanes]
         blk = g.gblk if lanes is None else g.gblk[lanes]
-        ph = g.lane_phase(lanes)
-        if not atomic:
-            dup = _duplicates(sh.stamp, flat)
-            if dup.any():
-                k = int(np.argmax(dup))
-                other = int(sh.stamp[flat[k]])
-                raise self._race(g, k, lanes, comps, site, int(tid[other]), site, True, True)
-        self._check_against_writer(g, sh, flat, lanes, comps, site, tid, blk, ph, atomic, True)
-        rt = sh.r_tid[flat]
-        if rt.any():
-            rb, rp = sh.r_blk[flat], sh.r_phase[flat]
-            rtid = rt.astype(np.int64) - 1
-            conflict = (rt != 0) & ((rb == -1) | (rb != blk + 1) | (
-                (rp == ph) & (sh.r_multi[flat] | (rtid != tid))))
-            if conflict.any():
-                k = int(np.argmax(conflict))
-                other = int(rtid[k])
-                if other == int(tid[k]):  # the record names this thread: name the other reader
-                    other = int(sh.r_other[flat[k]]) - 1
-                raise self._race(g, k, lanes, comps, site, other, int(sh.r_site[flat[k]]),
-                                 True, False)
-        sh.w_tid[flat] = tid + 1
-        sh.w_phase[flat] = ph
-        sh.w_atomic[flat] = atomic
-        sh.w_site[flat] = site
+        k, other, other_site, other_wrote = self.shadow.write(
+            flat, tid, blk, g.lane_phase(lanes), site, g.launch.tpb, atomic)
+        if k != NO_CONFLICT:
+            raise self._race(g, k, lanes, comps, site, other, other_site, True, other_wrote)
 
     # -- the accesses ----------------------------------------------------------------------
     def load(self, g: Group, idx: Any, m: Any, site: int) -> Any:
@@ -378,22 +296,3 @@ def _oob_message(arr: SimArray, g: Group, site: int, axis: int, value: int, n: i
     return msg
 
 
-def _merge_duplicate_readers(flat: np.ndarray, blk: np.ndarray, tid: np.ndarray,
-                             multi: np.ndarray, new_blk: np.ndarray, other: np.ndarray
-                             ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Lanes of one access reading the same element: several readers, maybe several blocks."""
-    order = np.argsort(flat, kind="stable")
-    fs = flat[order]
-    starts = np.flatnonzero(np.r_[True, fs[1:] != fs[:-1]])
-    counts = np.diff(np.r_[starts, len(fs)])
-    bs, ts = blk[order], tid[order]
-    spans = np.repeat(np.minimum.reduceat(bs, starts) != np.maximum.reduceat(bs, starts), counts)
-    shared = np.repeat(counts > 1, counts)
-    first = np.repeat(ts[starts], counts)
-    last = np.repeat(ts[starts + counts - 1], counts)
-    multi, new_blk, other = multi.copy(), new_blk.copy(), other.copy()
-    multi[order[shared & ~spans]] = True
-    new_blk[order[spans]] = -1
-    sel = order[shared]
-    other[sel] = np.where(ts[shared] != first[shared], first[shared], last[shared]) + 1
-    return multi, new_blk, other

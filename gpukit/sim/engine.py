@@ -24,10 +24,11 @@ from ..errors import (
     KernelError,
     LaunchConfigError,
 )
-from .arrays import RaceShadow, SimArray
+from .arrays import SimArray
 from .context import CHECKS, STATE, Group, Launch, LaunchStats
 from .kernel import SimKernel
 from .memory import DeviceArray
+from .races import RaceShadow
 
 LANES_PER_GROUP = 1 << 17  # threads simulated together; bounds the size of every lane vector
 
@@ -128,6 +129,9 @@ def _bind(backend: Any, kernel: SimKernel, args: tuple, launch: Launch) -> _Boun
         raise TypeError(f"kernel '{kernel.name}' takes {len(kernel.param_names)} arguments "
                         f"({', '.join(kernel.param_names)}), got {len(args)}")
     states: dict[int, tuple[Any, RaceShadow | None]] = {}
+    written_allocs = {a.allocation.id for name, a in zip(kernel.param_names, args)
+                      if isinstance(a, DeviceArray) and not a.is_freed
+                      and name in kernel.transformed.written}
     for name, arg in zip(kernel.param_names, args):
         if isinstance(arg, np.ndarray):
             device = backend.to_device(arg, _implicit=True)
@@ -142,7 +146,9 @@ def _bind(backend: Any, kernel: SimKernel, args: tuple, launch: Launch) -> _Boun
                     "device; copy it to the host and to this backend's device first")
             if alloc.id not in states:
                 shadow = None
-                if launch.checks["races"]:
+                # an array no parameter writes cannot race (implicit copies are new: check them)
+                if launch.checks["races"] and (alloc.id in written_allocs
+                                               or name in kernel.transformed.written):
                     nbytes = alloc.count * RaceShadow.bytes_per_element(launch.tid_dtype)
                     backend.memory.host_budget.take(
                         nbytes, f"the race check's records of '{name}' (or pass "
@@ -155,9 +161,7 @@ def _bind(backend: Any, kernel: SimKernel, args: tuple, launch: Launch) -> _Boun
             estrides = tuple(s // arg.itemsize for s in arg.strides)
             bound.values.append(SimArray(alloc.buffer(), arg.shape, estrides,
                                          arg.element_offset(), name, init, shadow))
-        elif isinstance(arg, (bool, int, float, complex, np.generic)):
-            bound.values.append(arg)
-        elif isinstance(arg, tuple) and all(isinstance(v, (int, float, np.generic)) for v in arg):
+        elif isinstance(arg, (bool, int, float, complex, np.generic)) or isinstance(arg, tuple) and all(isinstance(v, (int, float, np.generic)) for v in arg):
             bound.values.append(arg)
         else:
             raise TypeError(

@@ -13,9 +13,10 @@ from typing import Any
 import numpy as np
 
 from ..errors import BarrierError, LaunchConfigError, UnsupportedKernelError
-from .arrays import LocalArray, RaceShadow, SharedArray, SimArray, _first
+from .arrays import LocalArray, SharedArray, SimArray, _first
 from .atomics import ATOMIC_OPS
 from .context import Group, current
+from .races import RaceShadow
 from .runtime import Intrinsic, _vec
 
 WARP = 32

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import types
 import weakref
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from ..errors import UnsupportedKernelError
 from .intrinsics import SIM_CUDA
@@ -71,7 +72,7 @@ def instantiate(func: types.FunctionType, is_device: bool) -> tuple[Transformed,
     return tr, env["_g_factory"](*cells)
 
 
-_DEVICE_CACHE: "weakref.WeakKeyDictionary[Any, tuple[Transformed, Callable]]" = \
+_DEVICE_CACHE: weakref.WeakKeyDictionary[Any, tuple[Transformed, Callable]] = \
     weakref.WeakKeyDictionary()
 
 
@@ -106,7 +107,7 @@ class SimKernel:
         self.transformed, self.fn = instantiate(self.py_func, is_device=False)
         self.param_names = self.py_func.__code__.co_varnames[:self.py_func.__code__.co_argcount]
 
-    def __getitem__(self, config: Any) -> "_Launcher":
+    def __getitem__(self, config: Any) -> _Launcher:
         if not isinstance(config, tuple) or not 2 <= len(config) <= 4:
             from ..errors import LaunchConfigError
             raise LaunchConfigError(

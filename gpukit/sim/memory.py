@@ -62,7 +62,7 @@ class HostBudget:
 class Allocation:
     """One cudaMalloc: a flat typed buffer, materialised lazily, with its written-elements mask."""
 
-    def __init__(self, memory: "DeviceMemory", count: int, dtype: np.dtype, initialized: bool):
+    def __init__(self, memory: DeviceMemory, count: int, dtype: np.dtype, initialized: bool):
         self.memory = memory
         self.id = next(_ids)
         self.count = count
@@ -315,7 +315,7 @@ class DeviceArray:
         flat[...] = True
 
     # -- views -------------------------------------------------------------------------------
-    def __getitem__(self, key: Any) -> "DeviceArray":
+    def __getitem__(self, key: Any) -> DeviceArray:
         probe = np.lib.stride_tricks.as_strided(
             np.empty(0, np.uint8), shape=self.shape, strides=self.strides, writeable=False)
         try:

@@ -11,7 +11,8 @@ import builtins
 import math
 import sys
 import types
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 

@@ -16,8 +16,8 @@ from __future__ import annotations
 import ast
 import inspect
 import textwrap
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 from ..errors import UnsupportedKernelError
 
@@ -65,6 +65,41 @@ class Transformed:
     code: object  # compiled factory module code
     freevars: tuple[str, ...]
     sites: list[Site] = field(default_factory=list)
+    written: frozenset[str] = frozenset()  # parameters the function may write through
+
+
+_ATOMIC_NAMES = {"add", "sub", "max", "min", "nanmax", "nanmin", "exch", "cas",
+                 "compare_and_swap", "and_", "or_", "xor", "inc", "dec"}
+_PURE_BUILTINS = {"len", "min", "max", "abs", "int", "float", "bool", "round", "range", "print"}
+
+
+def _root(node: ast.expr) -> str | None:
+    while isinstance(node, (ast.Subscript, ast.Attribute)):
+        node = node.value
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def _written_names(fn: ast.FunctionDef) -> frozenset[str]:
+    """Names the function may write array elements through (conservatively).
+
+    Element stores, atomics, arguments of calls to plain-named functions (device functions may
+    write), and aliases all count. The simulator skips race bookkeeping for arrays that no
+    parameter writes, since a race needs a write.
+    """
+    names: set[str] = set()
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store):
+            names.add(_root(node) or "")
+        elif isinstance(node, ast.Call):
+            func = node.func
+            if isinstance(func, ast.Attribute) and func.attr in _ATOMIC_NAMES and node.args \
+                    and isinstance(func.value, ast.Attribute) and func.value.attr == "atomic":
+                names.add(_root(node.args[0]) or "")
+            elif isinstance(func, ast.Name) and func.id not in _PURE_BUILTINS:
+                names.update(_root(a) or "" for a in node.args)
+        elif isinstance(node, ast.Assign) and isinstance(node.value, ast.Name):
+            names.add(node.value.id)
+    return frozenset(names - {""})
 
 
 # Binary operators that go through the runtime: integer division by zero is checked, and float
@@ -117,7 +152,7 @@ def _retires(nodes: list[ast.stmt], depth: int = 0) -> bool:
 class _Expr(ast.NodeTransformer):
     """Rewrites an expression: masked loads, calls, short circuits, checked division."""
 
-    def __init__(self, comp: "_Compiler"):
+    def __init__(self, comp: _Compiler):
         self.comp = comp
 
     def generic_visit(self, node: ast.AST) -> ast.AST:
@@ -494,4 +529,4 @@ def transform(func: Callable, is_device: bool = False) -> Transformed:
     ast.fix_missing_locations(module)
     code = compile(module, filename, "exec")
     return Transformed(fn.name, filename, firstlineno, is_device, ast.unparse(module), code,
-                       freevars, comp.sites)
+                       freevars, comp.sites, _written_names(fn))
