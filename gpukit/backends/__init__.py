@@ -8,7 +8,8 @@ numba nor CuPy.
 from __future__ import annotations
 
 import os
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from ..errors import BackendUnavailableError, GpukitError
 from .base import Backend, BackendStatus, Capabilities, MemoryInfo
@@ -41,7 +42,9 @@ _current: Backend | None = None
 
 def register_backend(name: str, factory: Callable[..., Backend]) -> None:
     """Make `get_backend(name, **options)` call `factory(**options)`. Replaces an earlier one."""
-    if not isinstance(name, str) or not name or name == "auto":
+    if not isinstance(name, str):
+        raise TypeError(f"backend name must be a string, got {type(name).__name__}")
+    if not name or name.lower() == "auto":
         raise ValueError(f"backend name must be a non-empty string other than 'auto', got {name!r}")
     if not callable(factory):
         raise TypeError(f"factory for backend {name!r} must be callable, got {factory!r}")
@@ -66,7 +69,9 @@ def _resolve(name: str) -> str:
         override = os.environ.get("GPUKIT_BACKEND", "").strip().lower()
         if override and override != "auto":
             return override
-        return "cuda" if _cuda_usable()[0] else "cpu"
+        # A real GPU only: under Numba's simulator (NUMBA_ENABLE_CUDASIM=1) gpukit's own wins.
+        from ._cuda_env import simulator_enabled
+        return "cuda" if _cuda_usable()[0] and not simulator_enabled() else "cpu"
     return name
 
 
@@ -84,6 +89,10 @@ def get_backend(name: str = "auto", **options: Any) -> Backend:
     key = _resolve(name)
     if key not in _FACTORIES:
         known = ", ".join(["auto", *_FACTORIES])
+        if name.lower() == "auto":  # the name came from the environment
+            raise UnknownBackendError(
+                f"GPUKIT_BACKEND={os.environ.get('GPUKIT_BACKEND')!r} names an unknown backend; "
+                f"known backends: {known}")
         raise UnknownBackendError(f"unknown backend {name!r}; known backends: {known}")
     if not options and key in _INSTANCES:
         backend = _INSTANCES[key]
@@ -104,17 +113,17 @@ def current_backend() -> Backend:
 
 
 def available_backends() -> dict[str, str | None]:
-    """Each registered backend name mapped to None if usable, else the reason it is not. Never raises."""
+    """Each registered backend name mapped to None if usable, else why not. Never raises."""
     result: dict[str, str | None] = {}
-    for key in _FACTORIES:
+    for key, factory in _FACTORIES.items():
         try:
             if key == "cuda":
                 ok, reason = _cuda_usable()
                 result[key] = None if ok else reason
                 continue
-            backend = _INSTANCES.get(key) or _FACTORIES[key]()
+            backend = _INSTANCES.get(key) or factory()
             result[key] = None if backend.is_available else (
                 getattr(backend, "unavailable_reason", None) or "not available")
-        except Exception as exc:  # availability checks never raise
+        except Exception as exc:  # noqa: BLE001 - availability checks never raise
             result[key] = f"{type(exc).__name__}: {exc}"
     return result

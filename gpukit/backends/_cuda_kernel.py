@@ -1,0 +1,108 @@
+"""Kernels of the CUDA backend: turning functions into numba-cuda kernels and launching them.
+
+`make_dispatcher` accepts what DESIGN.md section 3 calls a gpukit kernel (a plain function, a
+`cuda.jit` kernel, or a GPU-Puzzles style factory taking `cuda`); `CUDAKernel` wraps numba's
+dispatcher so launches go through the backend, which checks them and counts them.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+from ..errors import LaunchConfigError
+
+# launch_kernel options that only the CPU simulator understands, and those CUDA takes.
+SIMULATOR_ONLY_OPTIONS = frozenset({"checks", "schedule", "seed", "watchdog_s"})
+LAUNCH_OPTIONS = ("stream", "dynamic_shared_bytes")
+
+
+class CUDAKernel:
+    """A compiled kernel: `kernel[grid, block](*args)` or
+    `kernel[grid, block, stream, dynamic_shared_bytes](*args)`.
+
+    `py_func` is the Python function, `name` its name and `dispatcher` numba's kernel object,
+    whose own attributes (`inspect_types`, `definitions`, ...) are readable here too.
+    """
+
+    def __init__(self, dispatcher: Any, py_func: Callable, launch: Callable[..., None]):
+        self.dispatcher = dispatcher
+        self.py_func = py_func
+        self.name: str = getattr(py_func, "__name__", "kernel")
+        self._launch = launch  # the backend's launcher: (kernel, grid, block, stream, smem, *args)
+
+    def __getitem__(self, config: Any) -> Callable[..., None]:
+        if not isinstance(config, tuple) or not 2 <= len(config) <= 4:
+            raise LaunchConfigError(
+                f"launch kernel '{self.name}' as {self.name}[grid, block](...) or "
+                f"{self.name}[grid, block, stream, dynamic_shared_bytes](...), got [{config!r}]")
+        grid, block, stream, shared_bytes = (*config, 0, 0)[:4]
+        return functools.partial(self._launch, self, grid, block, stream or 0, shared_bytes)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> None:
+        raise LaunchConfigError(
+            f"kernel '{self.name}' needs a launch configuration: call it as "
+            f"{self.name}[grid, block](...)")
+
+    def __getattr__(self, attr: str) -> Any:
+        if attr in ("dispatcher", "__setstate__"):  # not set yet: avoid recursion
+            raise AttributeError(attr)
+        return getattr(self.dispatcher, attr)
+
+    def __repr__(self) -> str:
+        return f"<CUDAKernel {self.name!r}>"
+
+
+def check_launch_options(options: dict[str, Any]) -> None:
+    """Raise TypeError for launch options the CUDA backend does not take."""
+    simulator_only = sorted(set(options) & SIMULATOR_ONLY_OPTIONS)
+    if simulator_only:
+        raise TypeError(
+            f"launch_kernel() option(s) {', '.join(simulator_only)} apply to the CPU simulator "
+            "only (get_backend('cpu')); the CUDA backend runs kernels on the GPU without those "
+            "checks")
+    unknown = sorted(set(options) - set(LAUNCH_OPTIONS))
+    if unknown:
+        raise TypeError(f"launch_kernel() got unexpected option(s) {', '.join(unknown)}; the "
+                        f"CUDA backend accepts {' and '.join(LAUNCH_OPTIONS)}")
+
+
+def is_factory(func: Any) -> bool:
+    """A GPU-Puzzles style factory: a plain function whose only parameter is named `cuda`."""
+    return inspect.isfunction(func) and list(inspect.signature(func).parameters) == ["cuda"]
+
+
+def make_dispatcher(cuda: Any, func: Any, signature: Any = None, *, cache: bool = False,
+                    compile_now: bool = True) -> tuple[Callable, Any]:
+    """(py_func, numba dispatcher) for a plain function, a `cuda.jit` kernel or a factory.
+
+    With `signature` the kernel is compiled at once (unless `compile_now` is False, as under
+    Numba's simulator, which has nothing to compile); `cache` uses Numba's on-disk cache where
+    the function has a file to cache against.
+    """
+    if is_factory(func):
+        func = func(cuda)
+    if hasattr(func, "py_func") and hasattr(func, "__getitem__"):  # already a cuda.jit kernel
+        py_func = func.py_func
+        if getattr(func, "_device", False) or getattr(func, "targetoptions", {}).get("device"):
+            raise TypeError(f"'{py_func.__name__}' is a device function (cuda.jit(device=True)); "
+                            "launch a kernel that calls it")
+        if signature is not None and compile_now:
+            func.compile(signature)
+        return py_func, func
+    if not inspect.isfunction(func):
+        raise TypeError(f"compile_kernel expects a Python function or a numba.cuda.jit kernel, "
+                        f"got {type(func).__name__}")
+    if not cache:
+        return func, cuda.jit(signature)(func)
+    try:
+        return func, cuda.jit(signature, cache=True)(func)
+    except RuntimeError as exc:  # "cannot cache function ...": no source file to cache against
+        if "cannot cache" not in str(exc):
+            raise
+        warnings.warn(f"kernel '{func.__name__}' cannot use Numba's on-disk cache ({exc}); "
+                      "compiling it without the cache", RuntimeWarning, stacklevel=3)
+        return func, cuda.jit(signature)(func)

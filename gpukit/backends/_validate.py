@@ -1,0 +1,174 @@
+"""Input checks shared by every backend: shapes, dtypes, host arrays and launch configurations.
+
+Both CPUBackend and CUDABackend call these so that one bad input gets one exact error, whichever
+backend runs. Pure functions on numpy only; nothing here touches a device.
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Any
+
+import numpy as np
+
+from ..errors import GpukitError, LaunchConfigError, TransferError
+from .base import Capabilities
+
+
+class InvalidShapeError(GpukitError, ValueError):
+    """An array shape has a negative size (or is otherwise not a valid shape)."""
+
+
+class ShapeTypeError(InvalidShapeError, TypeError):
+    """An array shape is not an int or a sequence of ints (floats, bools, strings, None, ...)."""
+
+
+class UnsupportedDtypeError(GpukitError, TypeError):
+    """A dtype that device arrays cannot hold (only bool and numeric dtypes can)."""
+
+
+# The dtypes device arrays hold, in the order error messages list them.
+SUPPORTED_DTYPES: tuple[np.dtype, ...] = tuple(np.dtype(name) for name in (
+    "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+    "float16", "float32", "float64", "complex64", "complex128",
+))
+_SUPPORTED_NAMES = ", ".join(dt.name for dt in SUPPORTED_DTYPES)
+
+
+def _as_dimension(value: Any) -> int | None:
+    """`value` as a Python int if it is an integer (numpy ints too, bools not), else None."""
+    if isinstance(value, (bool, np.bool_)):
+        return None
+    try:
+        return operator.index(value)
+    except TypeError:
+        return None
+
+
+def normalize_shape(shape: Any) -> tuple[int, ...]:
+    """A shape as a tuple of non-negative ints; an int `n` means `(n,)`.
+
+    Raises `ShapeTypeError` (a TypeError) for anything that is not an int or a sequence of ints,
+    and `InvalidShapeError` (a ValueError) for a negative size. Both messages name the shape.
+    """
+    single = _as_dimension(shape)
+    if single is not None:
+        dims: tuple[Any, ...] = (single,)
+    elif isinstance(shape, (str, bytes)) or not hasattr(shape, "__iter__"):
+        raise ShapeTypeError(
+            f"invalid shape {shape!r}: a shape is an int or a tuple of ints, "
+            f"not {type(shape).__name__} (for example 1024 or (64, 64))")
+    else:
+        dims = tuple(shape)
+    result = []
+    for axis, value in enumerate(dims):
+        size = _as_dimension(value)
+        if size is None:
+            raise ShapeTypeError(
+                f"invalid shape {shape!r}: size {value!r} of axis {axis} is "
+                f"{type(value).__name__}, not an int; write sizes as ints, e.g. int(n)")
+        if size < 0:
+            raise InvalidShapeError(
+                f"invalid shape {shape!r}: size {size} of axis {axis} is negative; "
+                "sizes must be >= 0")
+        result.append(size)
+    return tuple(result)
+
+
+def normalize_dtype(dtype: Any) -> np.dtype:
+    """`dtype` as a native-byte-order numpy dtype, if it is bool or numeric.
+
+    Accepts what numpy accepts ("float32", "f4", np.float32, float, np.dtype(...)). Anything else
+    (object, strings, datetimes, structured dtypes, None, unknown names) raises
+    `UnsupportedDtypeError` naming the dtype and listing the accepted ones.
+    """
+    if dtype is None:
+        raise UnsupportedDtypeError(
+            f"dtype must be given, got None; accepted dtypes: {_SUPPORTED_NAMES}")
+    try:
+        resolved = np.dtype(dtype)
+    except (TypeError, ValueError):
+        raise UnsupportedDtypeError(
+            f"unknown dtype {dtype!r}; accepted dtypes: {_SUPPORTED_NAMES}") from None
+    native = resolved.newbyteorder("=") if resolved.byteorder not in "=|" else resolved
+    if native not in SUPPORTED_DTYPES:
+        raise UnsupportedDtypeError(
+            f"unsupported dtype {dtype!r} ({resolved}): device arrays hold bool and numeric data "
+            f"only; accepted dtypes: {_SUPPORTED_NAMES}")
+    return np.dtype(native.name)
+
+
+def check_host_array(array: Any, *, operation: str = "to_device") -> np.ndarray:
+    """`array` as a C-contiguous numpy array of a supported dtype, ready to copy to a device.
+
+    Only numpy arrays are host arrays: lists, scalars and device arrays raise `TransferError`
+    (saying how to fix it); an unsupported dtype raises `UnsupportedDtypeError`.
+    """
+    if not isinstance(array, np.ndarray):
+        if hasattr(array, "__cuda_array_interface__") or hasattr(array, "copy_to_host"):
+            raise TransferError(f"{operation} expects a numpy array, got a device array that is "
+                                "already on the device; pass it to kernels directly")
+        raise TransferError(f"{operation} expects a numpy array, got {type(array).__name__}; "
+                            "convert it first with numpy.asarray(...)")
+    dtype = normalize_dtype(array.dtype)
+    return np.ascontiguousarray(array, dtype=dtype)
+
+
+def check_copy_target(host: np.ndarray, device_shape: tuple[int, ...], device_dtype: Any,
+                      *, operation: str = "copy_to_device") -> None:
+    """Raise `TransferError` unless a host array and a device array (either one the copy's
+    source) have exactly the same shape and dtype."""
+    device_shape, device_dtype = tuple(device_shape), np.dtype(device_dtype)
+    if host.shape != device_shape or host.dtype != device_dtype:
+        raise TransferError(
+            f"{operation}: the host array is {host.shape} {host.dtype} but the device array is "
+            f"{device_shape} {device_dtype}; copies need equal shapes and dtypes (reshape or "
+            "astype the host array, or allocate a matching device array)")
+
+
+def normalize_dim3(value: Any, what: str = "block") -> tuple[int, int, int]:
+    """A grid or block given as an int or a 1-3 tuple of positive ints, as (x, y, z).
+
+    Raises `LaunchConfigError` naming `what` and the value for anything else.
+    """
+    dims = (value,) if _as_dimension(value) is not None else value
+    if not isinstance(dims, (tuple, list)) or not 1 <= len(dims) <= 3:
+        raise LaunchConfigError(
+            f"{what} must be an int or a tuple of 1 to 3 ints, got {value!r}")
+    sizes = [_as_dimension(v) for v in dims]
+    if any(size is None or size < 1 for size in sizes):
+        raise LaunchConfigError(
+            f"{what} {value!r} is invalid: every dimension must be an int >= 1")
+    x, y, z = (*sizes, 1, 1)[:3]
+    return (x, y, z)
+
+
+def check_launch(kernel_name: str, grid: Any, block: Any, dynamic_shared_bytes: Any,
+                 capabilities: Capabilities) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
+    """(grid, block) as (x, y, z) tuples, after checking them against a device's limits.
+
+    Raises `LaunchConfigError` naming the kernel, the value and the limit: threads per block,
+    block and grid dimensions, and dynamic shared memory (up to the opt-in maximum per block).
+    """
+    where = f"kernel '{kernel_name}'"
+    grid3 = normalize_dim3(grid, f"{where}: grid")
+    block3 = normalize_dim3(block, f"{where}: block")
+    threads = block3[0] * block3[1] * block3[2]
+    if threads > capabilities.max_threads_per_block:
+        raise LaunchConfigError(
+            f"{where}: block {block!r} has {threads} threads; the device allows at most "
+            f"{capabilities.max_threads_per_block} threads per block")
+    for what, dims, limits in (("block", block3, capabilities.max_block_dim),
+                               ("grid", grid3, capabilities.max_grid_dim)):
+        for axis, size, limit in zip("xyz", dims, limits):
+            if size > limit:
+                raise LaunchConfigError(
+                    f"{where}: {what} dimension {axis} is {size}; the device allows at most "
+                    f"{limit}")
+    shared_limit = capabilities.shared_mem_per_block_optin
+    shared = _as_dimension(dynamic_shared_bytes)
+    if shared is None or not 0 <= shared <= shared_limit:
+        raise LaunchConfigError(
+            f"{where}: dynamic_shared_bytes must be an int from 0 to {shared_limit} (this "
+            f"device's shared memory per block), got {dynamic_shared_bytes!r}")
+    return grid3, block3

@@ -1,0 +1,367 @@
+"""CUDABackend under Numba's CUDA simulator; run by tests/test_cuda_backend.py in a subprocess.
+
+NUMBA_ENABLE_CUDASIM must be set before numba.cuda is first imported, so these checks cannot share
+a process with the rest of the suite. The file name does not match test_*.py on purpose: the main
+run collects only the wrapper, which runs this file with `python -m pytest` and reports each check.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+from numba import cuda, float32
+
+import gpukit
+from gpukit.backends.cuda import SIMULATOR_ONLY_OPTIONS, CUDABackend, cuda_unavailable_reason
+from gpukit.errors import (
+    BackendUnavailableError,
+    InvalidDeviceArrayError,
+    LaunchConfigError,
+    TransferError,
+)
+
+if os.environ.get("NUMBA_ENABLE_CUDASIM") != "1":
+    pytest.skip("runs only under NUMBA_ENABLE_CUDASIM=1 (tests/test_cuda_backend.py runs it so)",
+                allow_module_level=True)
+
+DTYPES = ["bool", "int8", "int32", "int64", "uint16", "float16", "float32", "float64",
+          "complex64", "complex128"]
+
+
+@pytest.fixture
+def backend() -> CUDABackend:
+    return CUDABackend()
+
+
+def vadd(x, y, out):
+    i = cuda.grid(1)
+    if i < out.size:
+        out[i] = x[i] + y[i]
+
+
+def block_sums(values, sums):
+    """Each block sums its 64 values through shared memory (a tree reduction)."""
+    tile = cuda.shared.array(64, dtype=np.float32)
+    t = cuda.threadIdx.x
+    i = cuda.blockIdx.x * cuda.blockDim.x + t
+    tile[t] = values[i] if i < values.size else 0
+    cuda.syncthreads()
+    stride = cuda.blockDim.x // 2
+    while stride > 0:
+        if t < stride:
+            tile[t] += tile[t + stride]
+        cuda.syncthreads()
+        stride //= 2
+    if t == 0:
+        sums[cuda.blockIdx.x] = tile[0]
+
+
+def reverse_dynamic(values):
+    """Reverses each block's slice through dynamically sized shared memory."""
+    tile = cuda.shared.array(0, dtype=float32)
+    t = cuda.threadIdx.x
+    i = cuda.blockIdx.x * cuda.blockDim.x + t
+    tile[t] = values[i]
+    cuda.syncthreads()
+    values[i] = tile[cuda.blockDim.x - 1 - t]
+
+
+@cuda.jit(device=True)
+def twice(v):
+    return 2 * v
+
+
+def _inputs(n: int = 100):
+    rng = np.random.default_rng(0)
+    return rng.random(n, dtype=np.float32), rng.random(n, dtype=np.float32)
+
+
+# -- availability and device facts -------------------------------------------------------------
+def test_available_under_the_simulator_and_says_so(backend):
+    assert cuda_unavailable_reason() is None
+    assert backend.is_available and backend.check_available()
+    assert backend.unavailable_reason is None
+    assert backend.simulator is True
+    assert backend.device_name == "Numba CUDA simulator"
+    assert backend.compute_capability == tuple(cuda.get_current_device().compute_capability)
+    assert backend.version.startswith("numba-cuda ") and "simulator" in backend.version
+    assert backend.array_library == "numba"
+
+
+def test_registry_gives_cuda_but_auto_keeps_the_gpukit_simulator():
+    assert isinstance(gpukit.get_backend("cuda"), CUDABackend)
+    assert not isinstance(gpukit.get_backend("auto"), CUDABackend)
+
+
+def test_missing_device_id_is_unavailable_with_reason():
+    backend = CUDABackend(device_id=1)
+    assert backend.check_available() is False
+    assert backend.unavailable_reason == (
+        "device_id 1 does not exist: 1 CUDA device(s) found (ids 0 to 0)")
+    with pytest.raises(BackendUnavailableError, match="device_id 1 does not exist"):
+        gpukit.get_backend("cuda", device_id=1)
+    with pytest.raises(BackendUnavailableError, match="device_id 1 does not exist"):
+        backend.allocate(4)
+
+
+def test_capabilities_and_features(backend):
+    caps = backend.capabilities()
+    assert caps.warp_size == 32
+    assert caps.max_threads_per_block == 1024
+    assert caps.max_block_dim == (1024, 1024, 64)
+    assert caps.compute_capability == backend.compute_capability
+    assert caps.shared_mem_per_block == 48 * 1024
+    assert caps.total_memory_bytes == backend.memory_info().total_bytes
+    assert backend.supports_feature("simulator")
+    assert backend.supports_feature("shared_memory")
+    assert not backend.supports_feature("tensor_cores")
+
+
+def test_memory_info_is_host_memory_labelled(backend):
+    info = backend.memory_info()
+    assert 0 < info.free_bytes <= info.total_bytes
+    assert info.pressure in ("low", "medium", "high", "critical")
+    free_bytes, total_bytes = backend.get_memory_info()
+    assert isinstance(free_bytes, int) and total_bytes == info.total_bytes
+    assert backend.status().extra["memory_source"].startswith("host RAM")
+
+
+def test_status_counts_memory_and_launches(backend):
+    status = backend.status()  # a snapshot: it does not initialise the backend
+    assert (status.name, status.device, status.kernels_launched, status.initialized) == (
+        "cuda", "Numba CUDA simulator", 0, False)
+    assert status.extra["simulator"] is True
+    x, y = _inputs()
+    dx, dy = backend.to_device(x), backend.to_device(y)
+    out = backend.allocate(100, "float32")
+    assert backend.status().memory_in_use_bytes == 3 * 400
+    backend.launch_kernel(vadd, 4, 32, dx, dy, out)
+    backend.free(out)
+    status = backend.status()
+    assert status.initialized
+    assert (status.memory_in_use_bytes, status.kernels_launched) == (800, 1)
+
+
+def test_supports_device(backend):
+    assert backend.supports_device(0) and backend.supports_device("cuda:0")
+    assert not backend.supports_device(1)
+    assert not backend.supports_device(-1)
+    assert not backend.supports_device(True)
+    assert not backend.supports_device("T4")
+    assert backend.supports_device("simulator")
+
+
+def test_initialize_shutdown_and_context_manager():
+    with CUDABackend() as backend:
+        assert backend.initialized
+        kept = backend.allocate(8)
+    assert not backend.initialized
+    with pytest.raises(InvalidDeviceArrayError, match="use after free"):
+        backend.to_host(kept)
+    backend.shutdown()  # idempotent
+    assert backend.initialize() is backend and backend.initialize().initialized
+
+
+# -- memory ----------------------------------------------------------------------------------
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_round_trip_each_dtype(backend, dtype):
+    host = (np.arange(24).reshape(4, 6) % 3).astype(dtype)
+    device = backend.to_device(host)
+    assert (device.shape, device.dtype) == ((4, 6), np.dtype(dtype))
+    back = backend.to_host(device)
+    assert isinstance(back, np.ndarray) and back.dtype == np.dtype(dtype)
+    np.testing.assert_array_equal(back, host)
+    host[0, 0] = 1  # the device holds a copy
+    assert backend.to_host(device)[0, 0] == 0
+
+
+def test_allocate_shapes_and_dtypes(backend):
+    assert backend.allocate(5).shape == (5,) and backend.allocate(5).dtype == np.float32
+    assert backend.allocate((2, 3), "float64").shape == (2, 3)
+    assert backend.allocate([np.int64(4)], np.int32).dtype == np.int32
+    assert backend.allocate(0).size == 0
+
+
+def test_copies_into_existing_arrays(backend):
+    host = np.arange(10, dtype=np.float32)[::2]  # not contiguous
+    np.testing.assert_array_equal(backend.to_host(backend.to_device(host)), host)
+    target = backend.allocate(5, "float32")
+    assert backend.copy_to_device(host, target) is target
+    out = np.zeros(5, np.float32)
+    assert backend.to_host(target, out) is out
+    np.testing.assert_array_equal(out, host)
+
+
+def test_free_then_use_and_double_free(backend):
+    device = backend.to_device(np.ones(3, np.float32))
+    backend.free(device)
+    with pytest.raises(InvalidDeviceArrayError,
+                       match=r"use after free: to_host's argument is a \(3,\) float32 device "
+                             r"array that was already freed"):
+        backend.to_host(device)
+    with pytest.raises(InvalidDeviceArrayError, match="double free: free's argument"):
+        backend.free(device)
+    with pytest.raises(InvalidDeviceArrayError, match="use after free: kernel 'vadd' argument 2"):
+        backend.launch_kernel(vadd, 1, 32, np.ones(3), np.ones(3), device)
+    with pytest.raises(TransferError, match="free expects a device array of this backend, got "
+                                            "ndarray"):
+        backend.free(np.ones(3))
+
+
+def test_transfer_errors(backend):
+    with pytest.raises(TransferError, match="to_device expects a numpy array, got list"):
+        backend.to_device([1, 2, 3])
+    device = backend.to_device(np.ones(3, np.float32))
+    with pytest.raises(TransferError, match="to_device expects a numpy array, got a device array "
+                                            "that is already on the device"):
+        backend.to_device(device)
+    with pytest.raises(TransferError, match="to_host expects a device array of this backend, "
+                                            "got ndarray"):
+        backend.to_host(np.ones(3))
+    with pytest.raises(TransferError, match=r"copy_to_device: the host array is \(4,\) float32 "
+                                            r"but the device array is \(3,\) float32; copies "
+                                            r"need equal shapes and dtypes"):
+        backend.copy_to_device(np.ones(4, np.float32), device)
+    with pytest.raises(TransferError, match=r"the host array is \(3,\) float64 but the device "
+                                            r"array is \(3,\) float32"):
+        backend.copy_to_device(np.ones(3, np.float64), device)
+    with pytest.raises(TransferError, match=r"to_host: the host array is \(2,\) float32 but the "
+                                            r"device array is \(3,\) float32"):
+        backend.to_host(device, np.zeros(2, np.float32))
+    with pytest.raises(TransferError, match="copy_to_device expects a device array of this "
+                                            "backend, got ndarray"):
+        backend.copy_to_device(np.ones(3), np.ones(3))
+    with pytest.raises(TransferError, match="to_host's out must be a numpy array, got list"):
+        backend.to_host(device, [0, 0, 0])
+
+
+@pytest.mark.parametrize(("shape", "error", "message"), [
+    (-1, ValueError, r"invalid shape -1: size -1 of axis 0 is negative"),
+    ((4, -2), ValueError, r"invalid shape \(4, -2\): size -2 of axis 1 is negative"),
+    (2.5, TypeError, r"invalid shape 2.5: a shape is an int or a tuple of ints, not float"),
+    ((2, 3.0), TypeError, r"invalid shape \(2, 3.0\): size 3.0 of axis 1 is float, not an int"),
+    ((True,), TypeError, r"size True of axis 0 is bool, not an int"),
+    ("16", TypeError, r"invalid shape '16': a shape is an int or a tuple of ints, not str"),
+])
+def test_bad_shapes(backend, shape, error, message):
+    with pytest.raises(error, match=message):
+        backend.allocate(shape)
+
+
+@pytest.mark.parametrize(("dtype", "message"), [
+    ("floot32", r"unknown dtype 'floot32'; accepted dtypes: bool, int8, "),
+    (object, r"unsupported dtype <class 'object'> \(object\)"),
+    ("U4", r"unsupported dtype 'U4' \(<U4\)"),
+])
+def test_bad_dtypes(backend, dtype, message):
+    with pytest.raises(TypeError, match=message):
+        backend.allocate(3, dtype)
+
+
+def test_to_device_rejects_non_numeric_arrays(backend):
+    with pytest.raises(TypeError, match=r"unsupported dtype dtype\('<U1'\)"):
+        backend.to_device(np.array(["a", "b"]))
+
+
+# -- kernels ---------------------------------------------------------------------------------
+def test_vector_add_both_launch_forms(backend):
+    x, y = _inputs()
+    dx, dy = backend.to_device(x), backend.to_device(y)
+    kernel = backend.compile_kernel(vadd)
+    assert (kernel.name, kernel.py_func) == ("vadd", vadd)
+    for launch in (kernel[4, 32], kernel[(4,), (32,), 0, 0]):
+        out = backend.allocate(100, "float32")
+        launch(dx, dy, out)
+        np.testing.assert_allclose(backend.to_host(out), x + y)
+    out = backend.allocate(100, "float32")
+    backend.launch_kernel(vadd, 4, 32, dx, dy, out)
+    np.testing.assert_allclose(backend.to_host(out), x + y)
+    assert backend.status().kernels_launched == 3
+
+
+# GPU-Puzzles style factories are left out: their kernels capture `cuda` in a closure cell, which
+# Numba's simulator does not swap for its fake module (tests/test_cuda_backend.py covers them).
+@pytest.mark.parametrize("form", ["jit", "signature", "compiled"])
+def test_kernel_forms(backend, form):
+    x, y = _inputs()
+    out = backend.allocate(100, "float32")
+    if form == "jit":
+        kernel = cuda.jit(vadd)
+    elif form == "signature":
+        kernel = backend.compile_kernel(vadd, "void(float32[:], float32[:], float32[:])")
+    else:
+        kernel = backend.compile_kernel(vadd)
+    backend.launch_kernel(kernel, 4, 32, backend.to_device(x), backend.to_device(y), out)
+    np.testing.assert_allclose(backend.to_host(out), x + y)
+
+
+def test_compile_kernel_caches_and_rejects(backend):
+    assert backend.compile_kernel(vadd) is backend.compile_kernel(vadd)
+    kernel = backend.compile_kernel(vadd)
+    assert backend.compile_kernel(kernel) is kernel
+    assert CUDABackend(enable_caching=True).compile_kernel(vadd).py_func is vadd
+    with pytest.raises(TypeError, match=r"'twice' is a device function"):
+        backend.compile_kernel(twice)
+    with pytest.raises(TypeError, match="expects a Python function or a numba.cuda.jit kernel, "
+                                        "got int"):
+        backend.compile_kernel(42)
+    with pytest.raises(LaunchConfigError, match=r"needs a launch configuration: call it as "
+                                                r"vadd\[grid, block\]"):
+        kernel(1, 2, 3)
+
+
+def test_shared_memory_kernel_both_launch_forms(backend):
+    values = np.arange(256, dtype=np.float32)
+    expected = values.reshape(4, 64).sum(axis=1)
+    device = backend.to_device(values)
+    for launch in ("indexing", "launch_kernel"):
+        sums = backend.allocate(4, "float32")
+        if launch == "indexing":
+            backend.compile_kernel(block_sums)[4, 64](device, sums)
+        else:
+            backend.launch_kernel(block_sums, 4, 64, device, sums)
+        np.testing.assert_allclose(backend.to_host(sums), expected)
+
+
+def test_dynamic_shared_memory_both_launch_forms(backend):
+    values = np.arange(64, dtype=np.float32)
+    expected = values.reshape(2, 32)[:, ::-1].ravel()
+    device = backend.to_device(values)
+    backend.compile_kernel(reverse_dynamic)[2, 32, 0, 32 * 4](device)
+    np.testing.assert_array_equal(backend.to_host(device), expected)
+    backend.launch_kernel(reverse_dynamic, 2, 32, device, dynamic_shared_bytes=32 * 4)
+    np.testing.assert_array_equal(backend.to_host(device), values)
+
+
+@pytest.mark.parametrize(("grid", "block", "shared", "message"), [
+    (1, 2048, 0, r"kernel 'vadd': block 2048 has 2048 threads; the device allows at most 1024"),
+    (1, (1, 1, 128), 0, r"block dimension z is 128; the device allows at most 64"),
+    ((1, 70000), 32, 0, r"grid dimension y is 70000; the device allows at most 65535"),
+    (1, 0, 0, r"kernel 'vadd': block 0 is invalid: every dimension must be an int >= 1"),
+    (1, (2, 2, 2, 2), 0, r"block must be an int or a tuple of 1 to 3 ints"),
+    ("a", 32, 0, r"kernel 'vadd': grid must be an int or a tuple of 1 to 3 ints, got 'a'"),
+    (1, 32, 10**6, r"dynamic_shared_bytes must be an int from 0 to 49152"),
+])
+def test_bad_launch_configurations(backend, grid, block, shared, message):
+    args = (np.ones(4), np.ones(4), np.ones(4))
+    with pytest.raises(LaunchConfigError, match=message):
+        backend.compile_kernel(vadd)[grid, block, 0, shared](*args)
+    with pytest.raises(LaunchConfigError, match=message):
+        backend.launch_kernel(vadd, grid, block, *args, dynamic_shared_bytes=shared)
+    with pytest.raises(LaunchConfigError, match=r"launch kernel 'vadd' as vadd\[grid, block\]"):
+        backend.compile_kernel(vadd)[32]
+
+
+@pytest.mark.parametrize("option", sorted(SIMULATOR_ONLY_OPTIONS))
+def test_simulator_only_options_raise(backend, option):
+    with pytest.raises(TypeError, match=f"launch_kernel\\(\\) option\\(s\\) {option} apply to "
+                                        "the CPU simulator only"):
+        backend.launch_kernel(vadd, 1, 32, np.ones(3), np.ones(3), np.ones(3), **{option: 1})
+
+
+def test_unknown_launch_option_raises(backend):
+    with pytest.raises(TypeError, match="unexpected option\\(s\\) shared; the CUDA backend "
+                                        "accepts stream and dynamic_shared_bytes"):
+        backend.launch_kernel(vadd, 1, 32, np.ones(3), np.ones(3), np.ones(3), shared=1)
