@@ -21,6 +21,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "DeviceProfile",
+    "__version__",
     "available_backends",
     "current_backend",
     "errors",
@@ -29,5 +30,4 @@ __all__ = [
     "list_profiles",
     "register_backend",
     "registered_backends",
-    "__version__",
 ]

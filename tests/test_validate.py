@@ -159,7 +159,7 @@ def test_check_launch():
                        r"65535$")),
     (1, 0, 0, r"^kernel 'k': block 0 is invalid"),
     (1, 32, 64 * 1024 + 1, (r"^kernel 'k': dynamic_shared_bytes must be an int from 0 to 65536 "
-                           r"\(this device's shared memory per block\), got 65537$")),
+                           r"\(the device's shared memory per block\), got 65537$")),
     (1, 32, -1, r"dynamic_shared_bytes must be an int from 0 to 65536 .*got -1$"),
     (1, 32, 1.0, r"dynamic_shared_bytes must be an int .*got 1.0$"),
 ])

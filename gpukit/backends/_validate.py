@@ -144,11 +144,13 @@ def normalize_dim3(value: Any, what: str = "block") -> tuple[int, int, int]:
 
 
 def check_launch(kernel_name: str, grid: Any, block: Any, dynamic_shared_bytes: Any,
-                 capabilities: Capabilities) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
+                 capabilities: Capabilities, device: str = "the device"
+                 ) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
     """(grid, block) as (x, y, z) tuples, after checking them against a device's limits.
 
     Raises `LaunchConfigError` naming the kernel, the value and the limit: threads per block,
     block and grid dimensions, and dynamic shared memory (up to the opt-in maximum per block).
+    `device` names the device in messages (e.g. "the simulated T4 (CC 7.5)").
     """
     where = f"kernel '{kernel_name}'"
     grid3 = normalize_dim3(grid, f"{where}: grid")
@@ -156,19 +158,19 @@ def check_launch(kernel_name: str, grid: Any, block: Any, dynamic_shared_bytes: 
     threads = block3[0] * block3[1] * block3[2]
     if threads > capabilities.max_threads_per_block:
         raise LaunchConfigError(
-            f"{where}: block {block!r} has {threads} threads; the device allows at most "
+            f"{where}: block {block!r} has {threads} threads; {device} allows at most "
             f"{capabilities.max_threads_per_block} threads per block")
     for what, dims, limits in (("block", block3, capabilities.max_block_dim),
                                ("grid", grid3, capabilities.max_grid_dim)):
         for axis, size, limit in zip("xyz", dims, limits):
             if size > limit:
                 raise LaunchConfigError(
-                    f"{where}: {what} dimension {axis} is {size}; the device allows at most "
+                    f"{where}: {what} dimension {axis} is {size}; {device} allows at most "
                     f"{limit}")
     shared_limit = capabilities.shared_mem_per_block_optin
     shared = _as_dimension(dynamic_shared_bytes)
     if shared is None or not 0 <= shared <= shared_limit:
         raise LaunchConfigError(
-            f"{where}: dynamic_shared_bytes must be an int from 0 to {shared_limit} (this "
-            f"device's shared memory per block), got {dynamic_shared_bytes!r}")
+            f"{where}: dynamic_shared_bytes must be an int from 0 to {shared_limit} ({device}'s "
+            f"shared memory per block), got {dynamic_shared_bytes!r}")
     return grid3, block3

@@ -9,8 +9,9 @@ manager), supports_device and memory_info. It holds no device logic of its own.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, TypeVar
 
 # Pressure levels of `MemoryInfo`: low < 70% used <= medium < 85% <= high < 95% <= critical.
 PRESSURE_LEVELS = (("low", 0.70), ("medium", 0.85), ("high", 0.95), ("critical", float("inf")))
@@ -70,6 +71,9 @@ class BackendStatus:
     kernels_launched: int
     last_error: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+
+
+_B = TypeVar("_B", bound="Backend")
 
 
 class Backend(ABC):
@@ -142,7 +146,7 @@ class Backend(ABC):
         """Whether this backend can run as `device` (a profile name or a device id)."""
         return False
 
-    def initialize(self) -> "Backend":
+    def initialize(self) -> Backend:
         """Acquire the device. Idempotent; returns the backend."""
         self._initialized = True
         return self
@@ -155,10 +159,11 @@ class Backend(ABC):
     def initialized(self) -> bool:
         return getattr(self, "_initialized", False)
 
-    def __enter__(self) -> "Backend":
-        return self.initialize()
+    def __enter__(self: _B) -> _B:
+        self.initialize()
+        return self
 
-    def __exit__(self, *exc_info: Any) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self.shutdown()
 
     def __repr__(self) -> str:

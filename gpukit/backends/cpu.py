@@ -10,11 +10,12 @@ modeled GPU times are labelled as such (see `gpukit.timing`).
 from __future__ import annotations
 
 import os
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
-from ..devices import PCIE_LATENCY_US, DeviceProfile, get_profile
+from ..devices import PCIE_LATENCY_US, DeviceProfile, UnknownDeviceError, get_profile
 from ..errors import InvalidDeviceArrayError, TransferError
 from ..sim.context import CHECKS
 from ..sim.engine import LaunchRecord, normalize_checks, run_launch
@@ -113,7 +114,7 @@ class CPUBackend(Backend):
     def supports_device(self, device: Any) -> bool:
         try:
             get_profile(device)
-        except Exception:
+        except (UnknownDeviceError, TypeError):
             return False
         return True
 
@@ -191,7 +192,7 @@ class CPUBackend(Backend):
             raise InvalidDeviceArrayError(
                 f"{operation}: this device array belongs to another backend's device")
         if not allow_freed:
-            array.allocation  # raises InvalidDeviceArrayError after free
+            _ = array.allocation  # raises InvalidDeviceArrayError after free
         return array
 
     def memory_info(self) -> MemoryInfo:
@@ -234,7 +235,7 @@ class CPUBackend(Backend):
         self.memory.release_all()
         self._initialized = False
 
-    def initialize(self) -> "CPUBackend":
+    def initialize(self) -> CPUBackend:
         self._initialized = True
         return self
 

@@ -9,6 +9,7 @@ the line.
 
 from __future__ import annotations
 
+import sys
 import time
 import traceback
 import warnings
@@ -17,12 +18,12 @@ from typing import Any
 
 import numpy as np
 
+from ..backends._validate import check_launch, normalize_dim3
 from ..errors import (
     GpukitError,
     ImplicitTransferWarning,
     InvalidDeviceArrayError,
     KernelError,
-    LaunchConfigError,
 )
 from .arrays import SimArray
 from .context import CHECKS, STATE, Group, Launch, LaunchStats
@@ -47,10 +48,60 @@ class LaunchRecord:
     checks: dict[str, bool]
     schedule: str
     extra: dict[str, Any] = field(default_factory=dict)
+    profile: Any = field(default=None, repr=False)
+    py_func: Any = field(default=None, repr=False)
+    arg_specs: tuple = field(default=(), repr=False)
 
     @property
     def threads(self) -> int:
         return int(np.prod(self.grid)) * int(np.prod(self.block))
+
+    @property
+    def occupancy(self) -> Any:
+        """Theoretical occupancy of this launch on the emulated device (computed when asked).
+
+        Registers and static shared memory come from ptxas where the `inspect` extra is
+        installed; otherwise from stated defaults. `occupancy_source` says which.
+        """
+        if "occupancy" not in self.extra:
+            from ..inspect import theoretical_occupancy
+            occ, _, source = theoretical_occupancy(
+                self.py_func, self.arg_specs, self.block, self.dynamic_shared_bytes, self.profile,
+                static_shared_bytes=self.stats.static_shared_bytes)
+            self.extra["occupancy"], self.extra["occupancy_source"] = occ, source
+        return self.extra["occupancy"]
+
+    @property
+    def occupancy_source(self) -> str:
+        """"ptxas", or "defaults: <why>" when the kernel's resources could not be read."""
+        self.occupancy  # noqa: B018 - computes and caches both
+        return self.extra["occupancy_source"]
+
+
+@dataclass(frozen=True)
+class ArgSpec:
+    """What the occupancy calculation needs to know of a device array argument."""
+
+    dtype: np.dtype
+    ndim: int
+    shape: tuple[int, ...]
+    layout: str
+
+
+def _arg_spec(arg: Any) -> Any:
+    if isinstance(arg, (DeviceArray, np.ndarray)):
+        layout = arg.layout if isinstance(arg, DeviceArray) else (
+            "C" if arg.flags.c_contiguous else "F" if arg.flags.f_contiguous else "A")
+        return ArgSpec(arg.dtype, arg.ndim, tuple(arg.shape), layout)
+    return arg
+
+
+def _user_stacklevel() -> int:
+    """The warnings stacklevel of the first frame outside gpukit (the learner's launch line)."""
+    frame, level = sys._getframe(1), 2
+    while frame is not None and frame.f_globals.get("__name__", "").startswith("gpukit"):
+        frame, level = frame.f_back, level + 1
+    return level - 1
 
 
 def normalize_checks(checks: Any, base: dict[str, bool] | None = None) -> dict[str, bool]:
@@ -63,7 +114,7 @@ def normalize_checks(checks: Any, base: dict[str, bool] | None = None) -> dict[s
     if isinstance(checks, dict):
         items = checks.items()
     elif isinstance(checks, str):
-        raise ValueError(f"checks must be True, False, a dict or a list of names, not {checks!r}")
+        raise TypeError(f"checks must be True, False, a dict or a list of names, not {checks!r}")
     else:
         names = list(checks)
         items = [(n, True) for n in names]
@@ -73,45 +124,6 @@ def normalize_checks(checks: Any, base: dict[str, bool] | None = None) -> dict[s
             raise ValueError(f"unknown check {name!r}; the checks are: {', '.join(CHECKS)}")
         result[name] = bool(on)
     return result
-
-
-def dims(value: Any, what: str) -> tuple[int, int, int]:
-    """A grid or block given as an int or a tuple of 1-3 ints, as (x, y, z)."""
-    items = (value,) if isinstance(value, (int, np.integer)) else value
-    if not isinstance(items, (tuple, list)) or not 1 <= len(items) <= 3 or not all(
-            isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in items):
-        raise LaunchConfigError(
-            f"{what} must be a positive int or a tuple of 1 to 3 positive ints, got {value!r}")
-    if any(v <= 0 for v in items):
-        raise LaunchConfigError(f"{what} {tuple(items)} has a dimension <= 0; every dimension "
-                                "of a launch must be at least 1")
-    full = [int(v) for v in items] + [1] * (3 - len(items))
-    return full[0], full[1], full[2]
-
-
-def validate_launch(profile: Any, grid: tuple[int, int, int], block: tuple[int, int, int],
-                    dynamic_shared_bytes: int) -> None:
-    """Raise LaunchConfigError for a launch the device cannot run."""
-    cc = profile.cc
-    where = f"the {profile.name} (CC {cc.name})"
-    threads = block[0] * block[1] * block[2]
-    if threads > cc.max_threads_per_block:
-        raise LaunchConfigError(
-            f"block {block} has {threads:,} threads; {where} allows at most "
-            f"{cc.max_threads_per_block:,} threads per block. Use fewer threads per block and "
-            "more blocks")
-    for axis, size, limit in zip("xyz", block, cc.max_block_dim):
-        if size > limit:
-            raise LaunchConfigError(f"block dimension {axis} = {size:,} exceeds {where}'s limit "
-                                    f"of {limit:,}")
-    for axis, size, limit in zip("xyz", grid, cc.max_grid_dim):
-        if size > limit:
-            raise LaunchConfigError(f"grid dimension {axis} = {size:,} exceeds {where}'s limit "
-                                    f"of {limit:,} blocks")
-    if dynamic_shared_bytes > cc.shared_mem_per_block_optin:
-        raise LaunchConfigError(
-            f"{dynamic_shared_bytes:,} bytes of dynamic shared memory per block exceed {where}'s "
-            f"limit of {cc.shared_mem_per_block_optin:,} bytes")
 
 
 class _Bound:
@@ -173,7 +185,8 @@ def _bind(backend: Any, kernel: SimKernel, args: tuple, launch: Launch) -> _Boun
         warnings.warn(
             f"kernel '{kernel.name}': host arrays passed directly ({names}) are copied to the "
             "device before the launch and back after it; copy them once with backend.to_device "
-            "to avoid these implicit transfers", ImplicitTransferWarning, stacklevel=5)
+            "to avoid these implicit transfers", ImplicitTransferWarning,
+            stacklevel=_user_stacklevel())
     return bound
 
 
@@ -191,9 +204,14 @@ def _locate(exc: BaseException, launch: Launch, group: Group | None) -> KernelEr
                 lane = int(np.argmax(m))
     thread = group.thread_of(lane) if group is not None and lane is not None else None
     block = group.block_of(lane) if group is not None and lane is not None else None
-    err = KernelError(f"{type(exc).__name__}: {exc}", kernel=launch.name, thread=thread,
-                      block=block, lineno=lineno, filename=filename)
-    return err
+    if isinstance(exc, KernelError):  # raised without a location: add it
+        exc.kernel, exc.thread, exc.block = launch.name, thread, block
+        exc.lineno = exc.lineno or lineno
+        exc.filename = exc.filename or filename
+        exc.args = (exc._format(),)
+        return exc
+    return KernelError(f"{type(exc).__name__}: {exc}", kernel=launch.name, thread=thread,
+                       block=block, lineno=lineno, filename=filename)
 
 
 def run_launch(backend: Any, kernel: SimKernel, grid: Any, block: Any, args: tuple, *,
@@ -201,13 +219,15 @@ def run_launch(backend: Any, kernel: SimKernel, grid: Any, block: Any, args: tup
                schedule: str | None = None, seed: int | None = None,
                watchdog_s: float | None | str = "default", trace: Any = None) -> LaunchRecord:
     """Run `kernel` over `grid` x `block` threads on `backend`'s simulated device."""
-    grid3, block3 = dims(grid, "grid"), dims(block, "block")
-    if not isinstance(dynamic_shared_bytes, (int, np.integer)) or dynamic_shared_bytes < 0:
-        raise LaunchConfigError(f"dynamic shared memory must be a non-negative int of bytes, "
-                                f"got {dynamic_shared_bytes!r}")
     check_set = normalize_checks(checks, backend.checks)
     if check_set["launch_limits"]:
-        validate_launch(backend.profile, grid3, block3, int(dynamic_shared_bytes))
+        cc = backend.profile.cc
+        grid3, block3 = check_launch(kernel.name, grid, block, dynamic_shared_bytes,
+                                     backend.capabilities(),
+                                     device=f"the simulated {backend.profile.name} (CC {cc.name})")
+    else:
+        grid3 = normalize_dim3(grid, f"kernel '{kernel.name}': grid")
+        block3 = normalize_dim3(block, f"kernel '{kernel.name}': block")
     schedule = schedule or backend.schedule
     if schedule not in ("ordered", "shuffle"):
         raise ValueError(f"schedule must be 'ordered' or 'shuffle', got {schedule!r}")
@@ -233,18 +253,22 @@ def run_launch(backend: Any, kernel: SimKernel, grid: Any, block: Any, args: tup
                 STATE.group = group
                 kernel.fn(*bound.values)
                 STATE.group = None
-    except (KernelError, LaunchConfigError):
+        for host, device in bound.copy_back:
+            backend.to_host(device, out=host, _implicit=True)
+    except KernelError as exc:
+        if exc.thread is None or exc.lineno is None:
+            raise _locate(exc, launch, group) from None
         raise
-    except GpukitError as exc:
-        raise _locate(exc, launch, group) from exc
+    except GpukitError:
+        raise
     except Exception as exc:  # a Python error in the kernel's code: locate it
         raise _locate(exc, launch, group) from exc
     finally:
         STATE.group = None
         backend.memory.host_budget.give_back(bound.shadow_bytes)
-    for host, device in bound.copy_back:
-        backend.to_host(device, out=host, _implicit=True)
-        backend.free(device)
+        for _, device in bound.copy_back:
+            backend.free(device)
     wall_ms = (time.perf_counter() - start) * 1e3
     return LaunchRecord(kernel.name, grid3, block3, int(dynamic_shared_bytes), stream, wall_ms,
-                        launch.stats, check_set, schedule)
+                        launch.stats, check_set, schedule, profile=backend.profile,
+                        py_func=kernel.py_func, arg_specs=tuple(_arg_spec(a) for a in args))

@@ -347,11 +347,10 @@ def _lanemask_lt(m: Any, site: int) -> Any:
 def _syncwarp(m: Any, site: int, mask: Any = FULL_MASK) -> None:
     g = current()
     _warp_check(g, m, site, mask, "cuda.syncwarp")
-    if g.launch.checks["races"]:
-        # syncwarp orders the named lanes' memory accesses; modelled as a phase step for blocks
-        # that are one warp (where it is exactly a block barrier); otherwise conservative.
-        if g.launch.tpb <= WARP:
-            g.phase += 1
+    # syncwarp orders the named lanes' memory accesses: for a block of one warp it is exactly a
+    # block barrier; in larger blocks the race check stays conservative (block barriers only).
+    if g.launch.tpb <= WARP:
+        g.phase += 1
 
 
 # -- atomics and bit tricks ------------------------------------------------------------------

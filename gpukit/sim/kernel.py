@@ -60,7 +60,7 @@ def instantiate(func: types.FunctionType, is_device: bool) -> tuple[Transformed,
     """Transform `func` and build the callable with rebound globals and closure cells."""
     tr = transform(func, is_device=is_device)
     env = _bound_globals(func)
-    exec(tr.code, env)  # defines _g_factory in env
+    exec(tr.code, env)  # noqa: S102 - our own generated code; defines _g_factory in env
     cells = []
     for name, cell in zip(func.__code__.co_freevars, func.__closure__ or ()):
         try:

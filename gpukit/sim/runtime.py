@@ -412,7 +412,7 @@ def _numba_dtype(f: Any) -> np.dtype | None:
     try:
         from numba.np.numpy_support import as_dtype
         return as_dtype(f)
-    except Exception:
+    except (NotImplementedError, TypeError, ValueError):  # a numba type that is not a dtype
         return None
 
 
