@@ -159,7 +159,7 @@ class Backend(ABC):
     def initialized(self) -> bool:
         return getattr(self, "_initialized", False)
 
-    def __enter__(self: _B) -> _B:
+    def __enter__(self: _B) -> _B:  # noqa: PYI019 - typing.Self needs Python 3.11
         self.initialize()
         return self
 

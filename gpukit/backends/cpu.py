@@ -20,12 +20,21 @@ from ..errors import InvalidDeviceArrayError, TransferError
 from ..sim.context import CHECKS
 from ..sim.engine import LaunchRecord, normalize_checks, run_launch
 from ..sim.kernel import SimKernel, python_function
-from ..sim.memory import DeviceArray, DeviceMemory, TransferRecord
+from ..sim.memory import DeviceArray, TransferRecord
+from ..sim.streams import (
+    SimStream,
+    Timeline,
+    TimelineEvent,
+    TimelineMemory,
+    is_pinned,
+    model_launch,
+    pinned_array,
+)
 from ._validate import check_copy_target, check_host_array, normalize_dtype, normalize_shape
 from .base import Backend, BackendStatus, Capabilities, MemoryInfo
 
 FEATURES = frozenset({
-    "shared_memory", "dynamic_shared_memory", "atomics", "warp_shuffle", "warp_vote",
+    "shared_memory", "dynamic_shared_memory", "atomics", "syncthreads", "warp_shuffle", "warp_vote",
     "local_memory", "constant_memory", "device_functions", "float64", "simulated",
     "race_detection", "bounds_checking", "barrier_checking", "uninitialized_memory_checking",
 })
@@ -85,10 +94,11 @@ class CPUBackend(Backend):
         self.num_threads = num_threads
         self.use_numba = use_numba
         budget = host_memory_budget_bytes or _default_host_budget()
-        self.memory = DeviceMemory(
+        self._timeline = Timeline(self.profile)
+        self.memory = TimelineMemory(
             self.profile.memory_bytes, budget, backend_name=f"cpu ({self.profile.name})",
             link_ms=lambda direction, nbytes, pinned: modeled_copy_ms(
-                self.profile, direction, nbytes, pinned))
+                self.profile, direction, nbytes, pinned), timeline=self._timeline)
         self.launches: list[LaunchRecord] = []
         self._kernels: dict[Any, SimKernel] = {}
         self._last_error: str | None = None
@@ -145,31 +155,37 @@ class CPUBackend(Backend):
             acc *= max(n, 1)
         return DeviceArray(alloc, shape, tuple(strides if fortran else reversed(strides)))
 
-    def to_device(self, array: Any, *, _implicit: bool = False) -> DeviceArray:
-        """A device copy of a numpy array (C or Fortran order is kept)."""
-        if isinstance(array, DeviceArray):
-            raise TransferError("to_device expects a numpy array, got a device array that is "
-                                "already on the device; pass it to kernels directly")
+    def to_device(self, array: Any, *, stream: Any = None, _implicit: bool = False) -> DeviceArray:
+        """A device copy of a numpy array (C or Fortran order is kept).
+
+        `stream` (from `stream()`) makes the copy asynchronous on the modeled timeline when
+        `array` is pinned (`pinned_array`); the data is on the device at once either way.
+        """
+        self._timeline.stream_id(stream)
         if not isinstance(array, np.ndarray):
             check_host_array(array)  # raises TransferError saying how to fix it
         dtype = normalize_dtype(array.dtype)
         fortran = array.flags.f_contiguous and not array.flags.c_contiguous
         dev = self._new_array(array.shape, dtype, initialized=True, fortran=fortran)
         dev.host_view()[...] = array
-        self.memory.record_transfer("h2d", array.nbytes, implicit=_implicit)
+        self.memory.record_transfer("h2d", array.nbytes, pinned=is_pinned(array),
+                                    implicit=_implicit, stream=stream)
         return dev
 
-    def to_host(self, array: Any, out: np.ndarray | None = None, *,
+    def to_host(self, array: Any, out: np.ndarray | None = None, *, stream: Any = None,
                 _implicit: bool = False) -> np.ndarray:
-        """A numpy copy of a device array (or a copy into `out`)."""
+        """A numpy copy of a device array (or a copy into `out`; pinned `out` + `stream`:
+        asynchronous on the modeled timeline)."""
         dev = self._own(array, "to_host")
+        self._timeline.stream_id(stream)
         src = dev.host_view()
         if out is None:
             out = np.array(src, order="K")
         else:
             check_copy_target(out, dev.shape, dev.dtype, operation="to_host")
             out[...] = src
-        self.memory.record_transfer("d2h", dev.nbytes, implicit=_implicit)
+        self.memory.record_transfer("d2h", dev.nbytes, pinned=is_pinned(out),
+                                    implicit=_implicit, stream=stream)
         return out
 
     def copy_to_device(self, host: np.ndarray, target: DeviceArray) -> DeviceArray:
@@ -217,10 +233,18 @@ class CPUBackend(Backend):
 
     def launch_kernel(self, kernel: Any, grid: Any, block: Any, *args: Any,
                       **options: Any) -> LaunchRecord:
-        """Launch; options: stream, dynamic_shared_bytes, checks, schedule, seed, watchdog_s."""
+        """Launch; options: stream, dynamic_shared_bytes, checks, schedule, seed, watchdog_s,
+        flops (the kernel's floating-point operations, for the modeled time)."""
         kernel = self.compile_kernel(kernel)
+        flops = options.pop("flops", None)
+        self._timeline.stream_id(options.get("stream"))
         try:
-            record = run_launch(self, kernel, grid, block, args, **options)
+            with self._timeline.launching():
+                record = run_launch(self, kernel, grid, block, args, **options)
+                if flops is not None:
+                    record.extra["flops"] = flops
+                self._timeline.kernel(record.kernel, record.stream,
+                                      model_launch(self.profile, record).ms)
         except Exception as exc:
             self._last_error = f"{type(exc).__name__}: {exc}"
             raise
@@ -228,7 +252,26 @@ class CPUBackend(Backend):
         return record
 
     def synchronize(self) -> None:
-        """Launches on the simulator complete before they return: nothing to wait for."""
+        """Launches on the simulator complete before they return; this only moves the modeled
+        timeline's host clock to the end of all issued work."""
+        self._timeline.synchronize()
+
+    # -- streams, pinned memory and the modeled timeline (see gpukit.sim.streams) -------------
+    def stream(self) -> SimStream:
+        """A new simulated stream for `stream=` arguments and `kernel[grid, block, stream]`."""
+        return self._timeline.new_stream()
+
+    def pinned_array(self, shape: Any, dtype: Any = "float32") -> np.ndarray:
+        """A zeroed host array that copies treat as pinned (faster, and asynchronous on streams)."""
+        return pinned_array(normalize_shape(shape), normalize_dtype(dtype))
+
+    def timeline(self) -> list[TimelineEvent]:
+        """The modeled schedule of every copy and kernel so far (labelled "modeled")."""
+        return list(self._timeline.events)
+
+    def reset_timeline(self) -> None:
+        """Clear the modeled timeline and restart its clock at 0."""
+        self._timeline.reset()
 
     # -- lifecycle and status ----------------------------------------------------------------
     def shutdown(self) -> None:

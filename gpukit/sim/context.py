@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from functools import cached_property, lru_cache
 from typing import Any
 
 import numpy as np
@@ -74,52 +75,60 @@ class Launch:
         return SITES[index]
 
 
+def _split(index: np.ndarray, extent: tuple[int, int, int]) -> Dim3:
+    """(x, y, z) of linear indices in an x-fastest box; dimensions of size 1 give a scalar 0."""
+    ex, ey, ez = extent
+    x = index % ex if ey * ez > 1 else index
+    y = (index // ex) % ey if ey > 1 else 0
+    z = index // (ex * ey) if ez > 1 else 0
+    return Dim3(x, y, z)
+
+
+@lru_cache(maxsize=16)
+def _lane_layout(nb: int, tpb: int) -> tuple[np.ndarray, np.ndarray]:
+    """(group-local block, linear thread index) of every lane; shared by groups of one shape."""
+    lane_block = np.repeat(np.arange(nb, dtype=np.int64), tpb)
+    ltid = np.tile(np.arange(tpb, dtype=np.int64), nb)
+    lane_block.flags.writeable = ltid.flags.writeable = False
+    return lane_block, ltid
+
+
 class Group:
     """A set of blocks executed together: lane vectors and per-block barrier state."""
 
     def __init__(self, launch: Launch, blocks: np.ndarray):
         self.launch = launch
         self.blocks = blocks  # global linear block ids, one per group block
-        tpb = launch.tpb
         self.nb = len(blocks)
-        self.size = self.nb * tpb
-        self.lane_block = np.repeat(np.arange(self.nb, dtype=np.int64), tpb)  # group-local block
-        self.ltid = np.tile(np.arange(tpb, dtype=np.int64), self.nb)
-        self.gblk = blocks[self.lane_block]
-        self.gtid = (self.gblk * tpb + self.ltid).astype(launch.tid_dtype)
+        self.size = self.nb * launch.tpb
+        self.lane_block, self.ltid = _lane_layout(self.nb, launch.tpb)
         self.phase = np.zeros(self.nb, np.int32)
         self.exited: Any = False  # False or a bool vector of lanes that returned from the kernel
         self.shared: dict[Any, Any] = {}
         self.static_shared_bytes = 0
-        self._dims: dict[str, Dim3] = {}
-        bx, by, bz = launch.block
-        gx, gy, gz = launch.grid
-        self.blockDim = Dim3(bx, by, bz)
-        self.gridDim = Dim3(gx, gy, gz)
+        self.blockDim = Dim3(*launch.block)
+        self.gridDim = Dim3(*launch.grid)
 
-    # -- coordinates -----------------------------------------------------------------------
-    @property
+    # -- coordinates (computed when a kernel first asks) -------------------------------------
+    @cached_property
+    def gblk(self) -> np.ndarray:
+        """The global linear block id of each lane."""
+        return self.blocks[self.lane_block]
+
+    @cached_property
+    def gtid(self) -> np.ndarray:
+        """A launch-wide thread id per lane: block id * threads per block + thread index."""
+        return (self.gblk * self.launch.tpb + self.ltid).astype(self.launch.tid_dtype)
+
+    @cached_property
     def threadIdx(self) -> Dim3:
-        d = self._dims.get("t")
-        if d is None:
-            bx, by, _ = self.launch.block
-            t = self.ltid
-            d = self._dims["t"] = Dim3(t % bx, (t // bx) % by, t // (bx * by))
-        return d
+        return _split(self.ltid, self.launch.block)
 
-    @property
+    @cached_property
     def blockIdx(self) -> Dim3:
-        d = self._dims.get("b")
-        if d is None:
-            gx, gy, _ = self.launch.grid
-            if self.nb == 1:  # one block: its coordinates are uniform scalars
-                b = int(self.blocks[0])
-                d = Dim3(b % gx, (b // gx) % gy, b // (gx * gy))
-            else:
-                b = self.gblk
-                d = Dim3(b % gx, (b // gx) % gy, b // (gx * gy))
-            self._dims["b"] = d
-        return d
+        if self.nb == 1:  # one block: its coordinates are uniform scalars
+            return _split(np.int64(self.blocks[0]), self.launch.grid)
+        return _split(self.gblk, self.launch.grid)
 
     @property
     def laneid(self) -> np.ndarray:

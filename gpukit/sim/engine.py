@@ -31,7 +31,7 @@ from .kernel import SimKernel
 from .memory import DeviceArray
 from .races import RaceShadow
 
-LANES_PER_GROUP = 1 << 17  # threads simulated together; bounds the size of every lane vector
+LANES_PER_GROUP = 1 << 18  # threads simulated together; bounds the size of every lane vector
 
 
 @dataclass

@@ -1,0 +1,293 @@
+"""The simulator's modeled GPU time: a roofline per kernel, and a timeline of streams and engines.
+
+Kernels and copies really run at once, in program order, on the CPU; what this module adds is a
+*modeled* schedule of the same work on the emulated device. Each copy or kernel gets a start and
+end in modeled milliseconds on its stream: work on one stream runs in order, work on different
+streams overlaps where the device's engines allow (one compute engine; `profile.copy_engines`
+copy engines: with two or more, host-to-device and device-to-host copies have one each, with one
+they share it). The legacy default stream (stream 0) waits for all streams and all streams wait
+for it. The host issues work instantly and waits only where CUDA makes it wait: synchronous
+copies, copies from or to pageable memory, and synchronisations. Nothing here is measured, and
+caches, coalescing, occupancy and clocks are not modeled (see `gpukit.timing`).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import deque
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .memory import DeviceMemory, TransferRecord
+
+MAX_TIMELINE_EVENTS = 100_000  # the oldest events are dropped beyond this
+COPY_KINDS = ("h2d", "d2h", "d2d")
+
+
+# -- the roofline ------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class KernelModel:
+    """A kernel's modeled duration: launch overhead + max(memory time, compute time)."""
+
+    ms: float
+    launch_ms: float
+    memory_ms: float
+    compute_ms: float
+    bytes_moved: int
+    flops: float | None
+
+    @property
+    def bound(self) -> str:
+        """"launch" (overhead dominates), "memory" or "compute": what limits the modeled time."""
+        if self.launch_ms >= max(self.memory_ms, self.compute_ms):
+            return "launch"
+        return "memory" if self.memory_ms >= self.compute_ms else "compute"
+
+    def describe(self) -> str:
+        flops = ("flops not declared, compute not modeled" if self.flops is None
+                 else f"{self.flops:,.0f} flops: {self.compute_ms:.4g} ms")
+        return (f"{self.ms:.4g} ms modeled ({self.bound}-bound): launch {self.launch_ms:.4g} ms "
+                f"+ max(memory {self.bytes_moved:,} B: {self.memory_ms:.4g} ms, {flops})")
+
+
+def model_kernel(profile: Any, bytes_moved: int, flops: float | None = None) -> KernelModel:
+    """The roofline of one launch on `profile` from the global bytes it moved and its flops."""
+    if bytes_moved < 0 or (flops is not None and flops < 0):
+        raise ValueError(f"bytes_moved and flops must be >= 0, got {bytes_moved!r}, {flops!r}")
+    launch_ms = profile.launch_overhead_us * 1e-3
+    memory_ms = bytes_moved / (profile.memory_bandwidth_gb_s * 1e9) * 1e3
+    compute_ms = 0.0 if flops is None else flops / (profile.fp32_tflops * 1e12) * 1e3
+    return KernelModel(launch_ms + max(memory_ms, compute_ms), launch_ms, memory_ms, compute_ms,
+                       int(bytes_moved), None if flops is None else float(flops))
+
+
+def model_launch(profile: Any, record: Any, flops: float | None = None) -> KernelModel:
+    """The roofline of a LaunchRecord: its counted global bytes, and flops given or declared."""
+    if flops is None:
+        flops = record.extra.get("flops")
+    stats = record.stats
+    return model_kernel(profile, stats.global_load_bytes + stats.global_store_bytes, flops)
+
+
+# -- pinned host memory ------------------------------------------------------------------------
+class PinnedArray(np.ndarray):
+    """Host memory the simulator treats as pinned (page-locked): a numpy array, marked.
+
+    Views of it are pinned too; results of arithmetic on it are new, ordinary (pageable) arrays.
+    """
+
+    _gpukit_pinned_root = False
+
+    def __array_wrap__(self, obj: Any, context: Any = None, return_scalar: bool = False) -> Any:
+        out = np.ndarray.__array_wrap__(self, obj, context, return_scalar)
+        return out.view(np.ndarray) if isinstance(out, PinnedArray) else out
+
+
+def pinned_array(shape: tuple[int, ...], dtype: np.dtype) -> PinnedArray:
+    """A zeroed host array that transfers treat as pinned (like numba's cuda.pinned_array)."""
+    array = np.zeros(shape, dtype).view(PinnedArray)
+    array._gpukit_pinned_root = True
+    return array
+
+
+def is_pinned(array: Any) -> bool:
+    """Whether `array` is (a view of) memory from `pinned_array`."""
+    while isinstance(array, np.ndarray):
+        if isinstance(array, PinnedArray) and array._gpukit_pinned_root:
+            return True
+        array = array.base
+    return False
+
+
+# -- the timeline ------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class TimelineEvent:
+    """One operation on the modeled timeline (times in modeled milliseconds, never measured)."""
+
+    kind: str             # "h2d", "d2h", "d2d" or "kernel"
+    stream: int           # 0: the default stream
+    engine: str           # "compute", "copy", "copy h2d" or "copy d2h"
+    start_ms: float
+    end_ms: float
+    nbytes: int | None = None
+    kernel: str | None = None
+    pinned: bool | None = None
+    label: str = "modeled"
+
+    @property
+    def duration_ms(self) -> float:
+        return self.end_ms - self.start_ms
+
+
+class SimEvent:
+    """A point on a stream's modeled timeline; `a.elapsed_ms(b)` is modeled time from a to b."""
+
+    kind = "modeled"
+
+    def __init__(self, timeline: Timeline, stream: int, time_ms: float):
+        self.timeline, self.stream, self.time_ms = timeline, stream, time_ms
+
+    def elapsed_ms(self, other: SimEvent) -> float:
+        if not isinstance(other, SimEvent) or other.timeline is not self.timeline:
+            raise TypeError("elapsed_ms needs another event recorded on the same backend")
+        return other.time_ms - self.time_ms
+
+    elapsed_time = elapsed_ms  # numba's name
+
+    def synchronize(self) -> None:
+        """The host waits until the event's modeled time."""
+        self.timeline.host_ms = max(self.timeline.host_ms, self.time_ms)
+
+    def query(self) -> bool:
+        """Simulated work has always finished (it ran when it was issued)."""
+        return True
+
+    def __repr__(self) -> str:
+        return f"<gpukit simulated event on stream {self.stream} at {self.time_ms:.4g} ms modeled>"
+
+
+class SimStream:
+    """A simulated CUDA stream: pass it as `stream=` to copies and launches, or k[g, b, s]."""
+
+    def __init__(self, timeline: Timeline, stream_id: int):
+        self.timeline, self.id = timeline, stream_id
+
+    def synchronize(self) -> None:
+        """The host waits for the stream's modeled work to end."""
+        self.timeline.synchronize(self.id)
+
+    def record_event(self) -> SimEvent:
+        return self.timeline.record_event(self.id)
+
+    def wait_event(self, event: SimEvent) -> None:
+        """Later work on this stream starts after `event` (a cross-stream dependency)."""
+        self.timeline.wait_event(self.id, event)
+
+    @contextmanager
+    def auto_synchronize(self) -> Iterator[SimStream]:
+        yield self
+        self.synchronize()
+
+    def __repr__(self) -> str:
+        return f"<gpukit simulated stream {self.id}>"
+
+
+class Timeline:
+    """The modeled schedule of one simulated device's copies and kernels."""
+
+    def __init__(self, profile: Any, max_events: int = MAX_TIMELINE_EVENTS):
+        self.profile = profile
+        self.events: deque[TimelineEvent] = deque(maxlen=max_events)
+        self._ids = itertools.count(1)
+        self._held: list[tuple] | None = None
+        self.reset()
+
+    def reset(self) -> None:
+        """Forget all events and start the modeled clock at 0 (streams stay valid)."""
+        self.events.clear()
+        self.host_ms = 0.0
+        self.tails: dict[int, float] = {}
+        self.engine_free: dict[str, float] = {}
+
+    def new_stream(self) -> SimStream:
+        return SimStream(self, next(self._ids))
+
+    def stream_id(self, stream: Any) -> int:
+        """0 for the default stream (None or 0), the id of one of this timeline's streams."""
+        if stream is None or (isinstance(stream, int) and not isinstance(stream, bool)
+                              and stream == 0):
+            return 0
+        if isinstance(stream, SimStream) and stream.timeline is self:
+            return stream.id
+        if isinstance(stream, SimStream):
+            raise TypeError("this stream belongs to another simulated device; use "
+                            "backend.stream() of the backend you launch or copy on")
+        raise TypeError(f"stream must be backend.stream() or 0 (the default stream), got "
+                        f"{type(stream).__name__}")
+
+    def engine(self, kind: str) -> str:
+        if kind in ("kernel", "d2d"):  # device-to-device copies use the SMs and device memory
+            return "compute"
+        return f"copy {kind}" if self.profile.copy_engines >= 2 else "copy"
+
+    def _ready_ms(self, stream: int) -> float:
+        """When work issued now on `stream` may start (stream order, default-stream rules)."""
+        ready = max(self.host_ms, self.tails.get(stream, 0.0))
+        if stream == 0:
+            return max([ready, *self.tails.values()])
+        return max(ready, self.tails.get(0, 0.0))
+
+    def _tail(self, stream: int) -> float:
+        return max([0.0, *self.tails.values()]) if stream == 0 else self.tails.get(stream, 0.0)
+
+    def schedule(self, kind: str, stream: int, duration_ms: float, *, blocking: bool,
+                 **fields: Any) -> TimelineEvent:
+        """Place one operation; `blocking`: the host waits for it to end."""
+        engine = self.engine(kind)
+        start = max(self._ready_ms(stream), self.engine_free.get(engine, 0.0))
+        end = start + duration_ms
+        self.engine_free[engine] = end
+        self.tails[stream] = end
+        if blocking:
+            self.host_ms = end
+        event = TimelineEvent(kind, stream, engine, start, end, **fields)
+        self.events.append(event)
+        return event
+
+    def copy(self, record: TransferRecord, stream: Any = None) -> None:
+        """A transfer; synchronous without a stream or from/to pageable memory (CUDA stages it)."""
+        sid = self.stream_id(stream)
+        blocking = record.direction != "d2d" and (stream is None or sid == 0 or not record.pinned)
+        args = (record.direction, sid, record.modeled_ms)
+        fields = {"nbytes": record.nbytes, "pinned": record.pinned}
+        if self._held is not None and record.direction == "d2h":
+            self._held.append((args, blocking, fields))  # copied back after the kernel runs
+        else:
+            self.schedule(*args, blocking=blocking, **fields)
+
+    def kernel(self, name: str, stream: Any, duration_ms: float) -> TimelineEvent:
+        """A kernel launch: asynchronous for the host."""
+        return self.schedule("kernel", self.stream_id(stream), duration_ms, blocking=False,
+                             kernel=name)
+
+    @contextmanager
+    def launching(self) -> Iterator[None]:
+        """Hold the device-to-host copies made during a launch until the kernel is placed."""
+        self._held = []
+        try:
+            yield
+        finally:
+            held, self._held = self._held, None
+            for args, blocking, fields in held:
+                self.schedule(*args, blocking=blocking, **fields)
+
+    def record_event(self, stream: int) -> SimEvent:
+        return SimEvent(self, stream, max(self.host_ms, self._tail(stream)))
+
+    def wait_event(self, stream: int, event: SimEvent) -> None:
+        if not isinstance(event, SimEvent) or event.timeline is not self:
+            raise TypeError("wait_event needs an event recorded on the same backend")
+        self.tails[stream] = max(self.tails.get(stream, 0.0), event.time_ms)
+
+    def synchronize(self, stream: int | None = None) -> None:
+        """The host waits for one stream (0: the default stream, hence all) or the device."""
+        self.host_ms = max(self.host_ms, self._tail(0 if stream is None else stream))
+
+
+class TimelineMemory(DeviceMemory):
+    """DeviceMemory whose transfers also go on the modeled timeline (on `stream`, if given)."""
+
+    def __init__(self, *args: Any, timeline: Timeline, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self.timeline = timeline
+
+    def record_transfer(self, direction: str, nbytes: int, pinned: bool = False,
+                        implicit: bool = False, stream: Any = None) -> TransferRecord:
+        self.timeline.stream_id(stream)  # refuse a foreign stream before recording anything
+        record = super().record_transfer(direction, nbytes, pinned, implicit)
+        self.timeline.copy(record, stream)
+        return record
