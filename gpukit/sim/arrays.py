@@ -94,9 +94,9 @@ class SimArray:
     def _check_bounds(self, g: Group, comps: list, lanes: np.ndarray | None, site: int) -> None:
         for axis, (c, n) in enumerate(zip(comps, self.shape)):
             if isinstance(c, np.ndarray):
-                bad = (c < 0) | (c >= n)
-                if not bad.any():
+                if len(c) == 0 or (c.min() >= 0 and c.max() < n):  # two reductions, no temporary
                     continue
+                bad = (c < 0) | (c >= n)
                 k = int(np.argmax(bad))
                 value = int(c[k])
                 lane = k if lanes is None else int(lanes[k])
