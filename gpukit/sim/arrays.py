@@ -257,6 +257,30 @@ class SharedArray(SimArray):
                 "element, then cuda.syncthreads(), before any thread reads it")
 
 
+class ConstArray(SimArray):
+    """A host numpy array a kernel reads as constant memory (`cuda.const.array_like`, or a global
+    numpy array, which Numba copies into constant memory when it compiles the kernel)."""
+
+    kind = "const"
+
+
+def constant_view(g: Group, host: np.ndarray, label: str) -> ConstArray:
+    """The group's read-only view of a host array (made once per group)."""
+    key = ("const", id(host))
+    arr = g.shared.get(key)
+    if arr is None:
+        data = np.ascontiguousarray(host)
+        strides, acc = [], 1
+        for n in reversed(data.shape):
+            strides.insert(0, acc)
+            acc *= n
+        arr = ConstArray(data.reshape(-1), data.shape, tuple(strides), 0, label, None, None,
+                         writable=False)
+        g.shared[key] = (arr, host)  # keep `host` alive so its id stays unique
+        return arr
+    return arr[0]
+
+
 class LocalArray(SimArray):
     kind = "local"
 
@@ -292,7 +316,8 @@ def _oob_message(arr: SimArray, g: Group, site: int, axis: int, value: int, n: i
         msg += ("; negative indices are out of bounds on a GPU (Numba would silently wrap them "
                 "to the end of the array)")
     else:
-        msg += "; add a guard such as `if i < arr.shape[0]:` or check the index arithmetic"
+        msg += (f"; guard the access (e.g. `if i < {arr.label}.shape[{axis}]:`) or check the index "
+                "arithmetic")
     return msg
 
 

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import BarrierError, LaunchConfigError, UnsupportedKernelError
-from .arrays import LocalArray, SharedArray, SimArray, _first
+from .arrays import LocalArray, SharedArray, SimArray, _first, constant_view
 from .atomics import ATOMIC_OPS
 from .context import Group, current
 from .races import RaceShadow
@@ -150,16 +150,12 @@ def _local_array(m: Any, site: int, shape: Any, dtype: Any) -> LocalArray:
 
 
 def _const_array_like(m: Any, site: int, ary: Any) -> SimArray:
+    if not isinstance(ary, np.ndarray):
+        raise UnsupportedKernelError(
+            f"cuda.const.array_like needs a host numpy array (a global of the kernel's module), "
+            f"not {type(ary).__name__}")
     g = current()
-    key = ("const", site)
-    arr = g.shared.get(key)
-    if arr is None:
-        host = np.ascontiguousarray(ary)
-        arr = SimArray(host.reshape(-1), host.shape, _c_strides(host.shape), 0,
-                       _label(g, site, "const"), None, None, writable=False)
-        arr.kind = "const"
-        g.shared[key] = arr
-    return arr
+    return constant_view(g, ary, _label(g, site, "const"))
 
 
 # -- barriers --------------------------------------------------------------------------------

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import KernelArithmeticError, KernelError, UnsupportedKernelError
-from .arrays import SimArray, _first
+from .arrays import SimArray, _first, constant_view
 from .context import current
 
 
@@ -243,9 +243,22 @@ def pow_(a: Any, b: Any, m: Any, site: int) -> Any:
 
 
 # -- memory ----------------------------------------------------------------------------------
+def _widen(value: Any) -> Any:
+    """Integers narrower than 64 bits as int64: numba computes integer arithmetic in 64 bits
+    (uint8 + uint8, int32 * int32 do not overflow there), and stores truncate as numpy's do."""
+    dtype = getattr(value, "dtype", None)
+    if dtype is not None and dtype.kind in "iu" and dtype.itemsize < 8:
+        return value.astype(np.int64)
+    return value
+
+
 def ld(arr: Any, idx: Any, m: Any, site: int) -> Any:
     if isinstance(arr, SimArray):
-        return arr.load(current(), idx, m, site)
+        return _widen(arr.load(current(), idx, m, site))
+    if isinstance(arr, np.ndarray):  # a global numpy array: constant memory, as in Numba
+        g = current()
+        label = g.launch.site(site).text.split("[", 1)[0]
+        return constant_view(g, arr, label).load(g, idx, m, site)
     if _vec(idx) or (isinstance(idx, tuple) and any(_vec(i) for i in idx)):
         g = current()
         raise g.error(UnsupportedKernelError, f"'{g.launch.site(site).text}': only arrays can be "
@@ -260,8 +273,13 @@ def st(arr: Any, idx: Any, value: Any, m: Any, site: int) -> None:
         arr.store(current(), idx, value, m, site)
         return
     g = current()
-    raise g.error(UnsupportedKernelError, f"'{g.launch.site(site).text}': kernels can only assign "
-                  f"to array elements, not into a {type(arr).__name__}", _first(m), site)
+    text = g.launch.site(site).text
+    if isinstance(arr, np.ndarray):
+        raise g.error(KernelError, f"'{text}' writes a global numpy array, which kernels see as "
+                      "constant memory (read-only, as Numba compiles it); pass the array as a "
+                      "kernel argument to write it", _first(m), site)
+    raise g.error(UnsupportedKernelError, f"'{text}': kernels can only assign to array "
+                  f"elements, not into a {type(arr).__name__}", _first(m), site)
 
 
 # -- loops and checks ------------------------------------------------------------------------
@@ -407,12 +425,13 @@ def _cast(dtype: np.dtype) -> Callable:
 
 def _numba_dtype(f: Any) -> np.dtype | None:
     module = type(f).__module__ or ""
-    if not module.startswith("numba"):
+    if not module.startswith("numba.core.types"):  # not a numba type (a dispatcher, say)
         return None
+    from numba.core.errors import NumbaError
+    from numba.np.numpy_support import as_dtype
     try:
-        from numba.np.numpy_support import as_dtype
         return as_dtype(f)
-    except (NotImplementedError, TypeError, ValueError):  # a numba type that is not a dtype
+    except (NumbaError, NotImplementedError, TypeError, ValueError):  # a type, not a dtype
         return None
 
 
