@@ -30,7 +30,7 @@ class LaunchStats:
     shared_load_bytes: int = 0
     shared_store_bytes: int = 0
     atomics: int = 0
-    barriers: int = 0
+    barriers: int = 0  # block-level barriers passed (one per block per syncthreads)
     static_shared_bytes: int = 0
     dynamic_shared_bytes: int = 0
     implicit_transfers: list[str] = field(default_factory=list)
@@ -103,6 +103,7 @@ class Group:
         self.size = self.nb * launch.tpb
         self.lane_block, self.ltid = _lane_layout(self.nb, launch.tpb)
         self.phase = np.zeros(self.nb, np.int32)
+        self._lane_phase: np.ndarray | None = None
         self.exited: Any = False  # False or a bool vector of lanes that returned from the kernel
         self.shared: dict[Any, Any] = {}
         self.static_shared_bytes = 0
@@ -111,14 +112,26 @@ class Group:
 
     # -- coordinates (computed when a kernel first asks) -------------------------------------
     @cached_property
+    def consecutive(self) -> bool:
+        """Whether the group's blocks are consecutive ids (the ordered schedule)."""
+        b = self.blocks
+        return bool(b[-1] - b[0] == self.nb - 1 and (self.nb < 3 or np.all(np.diff(b) == 1)))
+
+    @cached_property
     def gblk(self) -> np.ndarray:
         """The global linear block id of each lane."""
+        if self.consecutive:
+            return self.lane_block + self.blocks[0]
         return self.blocks[self.lane_block]
 
     @cached_property
     def gtid(self) -> np.ndarray:
         """A launch-wide thread id per lane: block id * threads per block + thread index."""
-        return (self.gblk * self.launch.tpb + self.ltid).astype(self.launch.tid_dtype)
+        tpb, dtype = self.launch.tpb, self.launch.tid_dtype
+        if self.consecutive:
+            start = int(self.blocks[0]) * tpb
+            return np.arange(start, start + self.size, dtype=dtype)
+        return (self.gblk * tpb + self.ltid).astype(dtype)
 
     @cached_property
     def threadIdx(self) -> Dim3:
@@ -135,8 +148,19 @@ class Group:
         return self.ltid % 32
 
     def lane_phase(self, lanes: np.ndarray | None) -> np.ndarray:
-        ph = self.phase[self.lane_block]
+        """The barrier phase of each lane's block (cached until the next barrier)."""
+        ph = self._lane_phase
+        if ph is None:
+            ph = self._lane_phase = self.phase[self.lane_block]
         return ph if lanes is None else ph[lanes]
+
+    def advance_phase(self, blocks: Any = None) -> None:
+        """Blocks (all, or those selected by a bool vector) passed a barrier."""
+        if blocks is None:
+            self.phase += 1
+        else:
+            self.phase[blocks] += 1
+        self._lane_phase = None
 
     def thread_of(self, lane: int) -> tuple[int, int, int]:
         bx, by, _ = self.launch.block

@@ -165,9 +165,9 @@ def _barrier(m: Any, site: int, what: str) -> tuple[Group, np.ndarray | None]:
     Returns the group and the bool vector of lanes at the barrier (None: all lanes).
     """
     g = current()
-    g.launch.stats.barriers += 1
     if m is True and g.exited is False:
-        g.phase += 1
+        g.launch.stats.barriers += g.nb
+        g.advance_phase()
         return g, None
     at = np.ones(g.size, bool) if m is True else np.asarray(m, bool)
     n_at = np.bincount(g.lane_block[at], minlength=g.nb)
@@ -189,7 +189,8 @@ def _barrier(m: Any, site: int, what: str) -> tuple[Group, np.ndarray | None]:
                 "(it took another branch or left a loop earlier). Every live thread of a block "
                 "must reach the same barrier the same number of times, or the block hangs on a "
                 "GPU; move the barrier out of the condition", lane_at, site)
-    g.phase[n_at > 0] += 1
+    g.launch.stats.barriers += int(np.count_nonzero(n_at))
+    g.advance_phase(n_at > 0)
     return g, at
 
 
@@ -346,7 +347,7 @@ def _syncwarp(m: Any, site: int, mask: Any = FULL_MASK) -> None:
     # syncwarp orders the named lanes' memory accesses: for a block of one warp it is exactly a
     # block barrier; in larger blocks the race check stays conservative (block barriers only).
     if g.launch.tpb <= WARP:
-        g.phase += 1
+        g.advance_phase()
 
 
 # -- atomics and bit tricks ------------------------------------------------------------------
