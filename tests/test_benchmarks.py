@@ -1,0 +1,168 @@
+"""The benchmark harness (benchmarks/): its kernels against numpy on gpukit, the scaling of Numba
+measurements, the targets' verdicts, the tables and BENCHMARKS.md. No timing thresholds: speed
+is the harness's output, never a test's condition."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:  # benchmarks/ is run from a checkout, not installed
+    sys.path.insert(0, str(ROOT))
+
+from benchmarks import kernels, numba_sim, report, simulator
+from benchmarks.simulator import GpukitRun, NumbaRun, Result, Row, Target
+
+# sizes that leave a partial block (or tile) so the bounds guards matter
+TINY = {"vector_add": 1000, "matmul_naive": 20, "matmul_tiled": 20, "reduce_sum": 1000,
+        "histogram": 1000, "hypot_scale": 1000}
+
+
+def test_every_workload_has_a_tiny_size_and_a_full_target_row():
+    assert set(TINY) == set(kernels.WORKLOADS)
+    assert {row.workload for row in simulator.FULL_PLAN} == set(kernels.WORKLOADS)
+    assert {row.workload for row in simulator.QUICK_PLAN} == set(kernels.WORKLOADS)
+
+
+@pytest.mark.parametrize("name", list(kernels.WORKLOADS))
+def test_kernel_matches_numpy_on_gpukit_with_every_check_on(name):
+    run = simulator.run_gpukit(kernels.WORKLOADS[name], TINY[name], repeats=1)
+    assert run.threads >= TINY[name] and run.best_s > 0 and run.wall_ms > 0
+    assert run.max_error <= 1e-3
+
+
+def test_launch_stats_count_what_the_kernels_do():
+    hist = simulator.run_gpukit(kernels.WORKLOADS["histogram"], 1000, repeats=1)
+    assert hist.stats.atomics == 1000  # one per element; the guard masks the rest
+    tiled = simulator.run_gpukit(kernels.WORKLOADS["matmul_tiled"], 20, repeats=1)
+    assert tiled.stats.barriers > 0 and tiled.stats.shared_store_bytes > 0
+
+
+@settings(max_examples=8, deadline=None)
+@given(name=st.sampled_from(["vector_add", "reduce_sum", "matmul_tiled", "histogram"]),
+       size=st.integers(1, 700), seed=st.integers(0, 2**16))
+def test_kernels_match_numpy_for_any_size(name, size, seed):
+    workload = kernels.WORKLOADS[name]
+    size = min(size, 40) if workload.square else size
+    run = simulator.run_gpukit(workload, size, repeats=0, seed=seed)
+    assert run.repeats == 0 and run.best_s == run.first_s
+
+
+def test_verify_rejects_a_wrong_result():
+    case = kernels.build_vector_add(300, seed=1)
+    wrong = case.expected[0].copy()
+    wrong[299] += 1
+    with pytest.raises(AssertionError, match="output argument 2"):
+        case.verify([wrong])
+    assert case.verify([case.expected[0]]) == 0.0
+
+
+def test_builders_are_seeded():
+    a = kernels.build_histogram(500, seed=3).args[0]
+    assert np.array_equal(a, kernels.build_histogram(500, seed=3).args[0])
+    assert not np.array_equal(a, kernels.build_histogram(500, seed=4).args[0])
+
+
+# -- scaling and verdicts, with made-up measurements -----------------------------------------------
+def _result(name, size, numba_size, numba_s, gpukit_s, numpy_s=1.0, targets=()):
+    workload = kernels.WORKLOADS[name]
+    gpukit = GpukitRun(gpukit_s, gpukit_s, 0.001, gpukit_s * 1e3, 3, size, None, 0.0)
+    numba = None if numba_size is None else NumbaRun(numba_size, numba_s, True)
+    result = Result(Row(name, size, numba_size, tuple(targets)), workload, gpukit, numba,
+                    numpy_s)
+    simulator._annotate(result)
+    return result
+
+
+def test_numba_time_is_scaled_by_the_work_and_the_note_says_so():
+    vec = _result("vector_add", 1_000_000, 100_000, 14.9, 0.1)
+    assert vec.scale == 10 and vec.numba_s == pytest.approx(149.0)
+    assert vec.ratio == pytest.approx(1490.0)
+    assert vec.notes == ["Numba sim measured at 100,000: 14.9 s, scaled x10 (linear in threads)"]
+    mat = _result("matmul_tiled", 256, 128, 60.0, 1.0)
+    assert mat.scale == 8 and mat.numba_s == pytest.approx(480.0)
+    assert mat.notes[0].startswith("Numba sim measured at 128x128: 60 s, scaled x8 (n^3")
+    same = _result("reduce_sum", 65_536, 65_536, 127.0, 0.5)
+    assert same.scale == 1 and same.notes == []
+
+
+def test_targets_verdicts():
+    ratio, seconds, numpy_ = Target("ratio", 300), Target("seconds", 0.5), Target("numpy", 20)
+    fast = _result("vector_add", 100_000, 100_000, 30.0, 0.05, numpy_s=0.01,
+                   targets=[ratio, seconds, numpy_])
+    assert [fast.met(t) for t in fast.row.targets] == [True, True, True]
+    slow = _result("vector_add", 100_000, 100_000, 30.0, 0.6, numpy_s=0.01,
+                   targets=[ratio, seconds, numpy_])
+    assert [slow.met(t) for t in slow.row.targets] == [False, False, False]
+    no_numba = _result("vector_add", 100_000, None, None, 0.05, targets=[ratio])
+    assert no_numba.met(ratio) is None and no_numba.ratio is None
+    assert [t.text() for t in (ratio, seconds, numpy_)] == [">= 300x", "< 0.5 s", "<= 20x numpy"]
+
+
+def test_table_rows_and_summary():
+    results = [_result("vector_add", 1_000_000, 100_000, 14.9, 0.1, targets=[Target("ratio", 300)]),
+               _result("histogram", 1000, None, None, 0.01)]
+    rows = report.main_rows(results)
+    assert all(len(row) == len(report.MAIN_HEADERS) for row in rows)
+    assert rows[0][:7] == ["vector add (float32)", "1,000,000", "0.1", "149 (scaled)", "1,490x",
+                           ">= 300x", "yes"]
+    assert rows[1][3:7] == ["-", "-", "report", "-"]
+    assert report.summary(results) == "targets met: 1 of 1; every result matches numpy"
+    text = report.text_table(report.MAIN_HEADERS, rows).splitlines()
+    assert text[0].split()[:3] == ["kernel", "size", "gpukit"] and len(text) == 4
+
+
+# -- the command, in-process, gpukit side only -------------------------------------------------
+def test_quick_run_without_numba_prints_the_table_and_writes_nothing(tmp_path, capsys):
+    out = tmp_path / "BENCHMARKS.md"
+    code = simulator.main(["--quick", "--no-write", "--no-numba", "--repeats", "1",
+                           "--only", "vector_add,reduce_sum", "--output", str(out)])
+    printed = capsys.readouterr().out
+    assert code == 0 and not out.exists()
+    table = printed[printed.index("kernel "):].splitlines()
+    assert table[0].split() == ["kernel", "size", "gpukit", "s", "Numba", "sim", "s", "ratio",
+                                "target", "met?", "numpy", "s", "notes"]
+    assert table[2].startswith("vector add (float32)") and "10,000" in table[2]
+    assert table[3].startswith("shared-memory tree reduction") and "2,048" in table[3]
+    assert "every result matches numpy" in printed
+
+
+def test_written_file_has_the_date_the_machine_and_the_tables(tmp_path, capsys):
+    out = tmp_path / "BENCHMARKS.md"
+    assert simulator.main(["--quick", "--no-numba", "--repeats", "1", "--only", "histogram",
+                           "--profile", "3", "--output", str(out)]) == 0
+    text = out.read_text()
+    for needle in ("## Machine", "- CPU: ", "- cores: ", "- numba-cuda: ", "- Python: ",
+                   "| kernel | size | gpukit s | Numba sim s | ratio | target | met? |",
+                   "| histogram, 256 bins, atomics | 10,000 |", "LaunchRecord.wall_ms",
+                   "### histogram 10,000", "quick run"):
+        assert needle in text
+    assert " UTC; do not edit by hand" in text
+
+
+def test_only_rejects_an_unknown_workload(capsys):
+    with pytest.raises(SystemExit):
+        simulator.main(["--only", "vector_add,nope", "--no-write"])
+    assert "unknown workload(s) nope; the workloads are: vector_add" in capsys.readouterr().err
+
+
+# -- Numba's side ------------------------------------------------------------------------------
+def test_numba_worker_refuses_to_run_outside_the_simulator(monkeypatch, capsys):
+    monkeypatch.delenv("NUMBA_ENABLE_CUDASIM", raising=False)
+    assert numba_sim.main(["vector_add", "10"]) == 2
+    assert "NUMBA_ENABLE_CUDASIM=1" in capsys.readouterr().out
+
+
+@pytest.mark.cudasim
+def test_numba_simulator_runs_the_same_kernel_source_and_matches_numpy():
+    run = simulator.run_numba("matmul_tiled", 20, timeout_s=300)
+    assert run.ok, run.error
+    assert run.size == 20 and run.measured_s > 0
+    assert os.environ.get("NUMBA_ENABLE_CUDASIM") != "1"  # only the subprocess used it
