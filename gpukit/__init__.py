@@ -7,7 +7,7 @@ on the CPU and catches the bugs real hardware hides, and CUDABackend for real NV
 
 from __future__ import annotations
 
-from . import errors
+from . import errors, trace
 from .backends import (
     available_backends,
     current_backend,
@@ -30,4 +30,5 @@ __all__ = [
     "list_profiles",
     "register_backend",
     "registered_backends",
+    "trace",
 ]

@@ -72,6 +72,11 @@ class LaunchRecord:
         return self.extra["occupancy"]
 
     @property
+    def trace(self) -> Any:
+        """The execution trace of a launch made with trace=True (gpukit.trace.Trace), or None."""
+        return self.extra.get("trace")
+
+    @property
     def occupancy_source(self) -> str:
         """"ptxas", or "defaults: <why>" when the kernel's resources could not be read."""
         self.occupancy  # noqa: B018 - computes and caches both
@@ -237,8 +242,11 @@ def run_launch(backend: Any, kernel: SimKernel, grid: Any, block: Any, args: tup
     else:
         rng = None
     watchdog = backend.watchdog_s if watchdog_s == "default" else watchdog_s
+    from ..trace import Recorder  # numpy only
+
+    recorder = Recorder.from_option(trace)  # None, True, an int of max_events, or a recorder
     launch = Launch(kernel.name, grid3, block3, check_set, backend.profile, rng, watchdog,
-                    int(dynamic_shared_bytes), trace)
+                    int(dynamic_shared_bytes), recorder)
     start = time.perf_counter()
     bound = _bind(backend, kernel, args, launch)
     order = np.arange(launch.nblocks, dtype=np.int64)
@@ -269,6 +277,9 @@ def run_launch(backend: Any, kernel: SimKernel, grid: Any, block: Any, args: tup
         for _, device in bound.copy_back:
             backend.free(device)
     wall_ms = (time.perf_counter() - start) * 1e3
-    return LaunchRecord(kernel.name, grid3, block3, int(dynamic_shared_bytes), stream, wall_ms,
-                        launch.stats, check_set, schedule, profile=backend.profile,
-                        py_func=kernel.py_func, arg_specs=tuple(_arg_spec(a) for a in args))
+    record = LaunchRecord(kernel.name, grid3, block3, int(dynamic_shared_bytes), stream,
+                          wall_ms, launch.stats, check_set, schedule, profile=backend.profile,
+                          py_func=kernel.py_func, arg_specs=tuple(_arg_spec(a) for a in args))
+    if recorder is not None:
+        record.extra["trace"] = recorder.finish(record)
+    return record

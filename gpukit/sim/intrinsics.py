@@ -83,32 +83,49 @@ def _shared_array(m: Any, site: int, shape: Any, dtype: Any) -> SharedArray:
     arr = g.shared.get(site)
     if arr is not None:
         return arr
-    launch = g.launch
-    dt = _dtype(dtype)
-    shp = _shape(shape)
-    dynamic = shp in ((0,), ())
-    if dynamic:
-        key = ("dynamic", dt.str)
-        arr = g.shared.get(key)
-        if arr is not None:
-            g.shared[site] = arr
-            return arr
-        shp = (launch.dynamic_shared_bytes // dt.itemsize,)
-    size = int(np.prod(shp, dtype=np.int64))
-    if not dynamic:
+    dt, shp = _dtype(dtype), _shape(shape)
+    if shp in ((0,), ()):
+        arr = _dynamic_shared(g, site, dt)
+    else:
+        size = int(np.prod(shp, dtype=np.int64))
         g.static_shared_bytes += size * dt.itemsize
-        launch.stats.static_shared_bytes = g.static_shared_bytes
+        g.launch.stats.static_shared_bytes = g.static_shared_bytes
         _check_shared_limits(g, site)
-    buf = np.empty(g.nb * size, dt)
-    _poison(buf)
-    checks = launch.checks
-    arr = SharedArray(buf, shp, _c_strides(shp), 0, _label(g, site, "shared"),
-                      np.zeros(len(buf), bool) if checks["uninitialized"] else None,
-                      RaceShadow(len(buf), launch.tid_dtype) if checks["races"] else None,
-                      lane_base=g.lane_block * size)
+        buf = np.empty(g.nb * size, dt)
+        _poison(buf)
+        arr = _new_shared(g, site, buf, shp, g.lane_block * size)
     g.shared[site] = arr
-    if dynamic:
-        g.shared[("dynamic", dt.str)] = arr
+    return arr
+
+
+def _new_shared(g: Group, site: int, buf: np.ndarray, shape: tuple[int, ...],
+                lane_base: np.ndarray) -> SharedArray:
+    checks = g.launch.checks
+    return SharedArray(buf, shape, _c_strides(shape), 0, _label(g, site, "shared"),
+                       np.zeros(len(buf), bool) if checks["uninitialized"] else None,
+                       RaceShadow(len(buf), g.launch.tid_dtype) if checks["races"] else None,
+                       lane_base=lane_base)
+
+
+def _dynamic_shared(g: Group, site: int, dt: np.dtype) -> SharedArray:
+    """A view of the block's dynamic shared memory: every `shared.array(0, dtype)` of a kernel
+    starts at the same address, as on a GPU, whatever its dtype."""
+    views = g.shared.setdefault("dynamic", {})
+    if dt.str in views:
+        return views[dt.str]
+    nbytes = g.launch.dynamic_shared_bytes
+    stride = -(-nbytes // 16) * 16  # bytes per block, padded so every dtype view lines up
+    raw = g.shared.get("dynamic_bytes")
+    if raw is None:
+        raw = g.shared["dynamic_bytes"] = np.empty(g.nb * stride, np.uint8)
+        raw.fill(0xFF)  # poison: NaN for floats, -1 for ints
+    buf = raw.view(dt)
+    arr = _new_shared(g, site, buf, (nbytes // dt.itemsize,),
+                      g.lane_block * (stride // dt.itemsize))
+    views[dt.str] = arr
+    if len(views) > 1:  # bytes written through one dtype are read through another: the
+        for view in views.values():  # per-element written-masks cannot follow, so stop checking
+            view.init = None
     return arr
 
 

@@ -1,0 +1,262 @@
+"""The per-block diagram of a `Trace`: threads and the array elements they read and wrote.
+
+Arrays the block only reads are drawn on the left, the block's threads in the middle, arrays it
+writes on the right; each element is coloured by the threads that touched it (striped when
+several did), written elements have a thick edge, and lines join threads to their elements
+(dotted for reads, solid for writes). Local memory is private to a thread and not drawn.
+`block_summary` says the same in text. Display only: nothing here computes a metric.
+"""
+
+from __future__ import annotations
+
+import colorsys
+from typing import Any
+
+import numpy as np
+
+from .recorder import KINDS, SPACES, Trace, TraceError
+
+WRAP = 32  # 1-D arrays longer than this are drawn in rows of 32 (a warp's width)
+MAX_STRIPES = 4  # more threads on one element: a grey cell with their number
+GAP = 3.0
+
+
+def thread_colors(block: Any) -> np.ndarray:
+    """One distinct RGBA colour per thread of a block of dimensions `block` (linear order).
+
+    Up to 20 threads: tab10/tab20. More: hue follows threadIdx.x and brightness threadIdx.y
+    (and z), so a block's pattern of access stays visible; 1-D blocks alternate brightness
+    between neighbours.
+    """
+    import matplotlib
+
+    bx, by, bz = (tuple(block) + (1, 1))[:3] if not isinstance(block, int) else (block, 1, 1)
+    n = bx * by * bz
+    if n <= 20:
+        cmap = matplotlib.colormaps["tab10" if n <= 10 else "tab20"]
+        return np.array([cmap(i) for i in range(n)])
+    t = np.arange(n)
+    x, rows = t % bx, t // bx
+    out = np.ones((n, 4))
+    for i in range(n):
+        if rows[-1] == 0:  # 1-D
+            hue, value = 0.8 * i / n, (1.0, 0.72)[i % 2]
+        else:
+            hue, value = 0.8 * x[i] / bx, 0.35 + 0.65 * rows[i] / rows[-1]
+        out[i, :3] = colorsys.hsv_to_rgb(hue, 0.85, value)
+    return out
+
+
+def _thread_positions(block: tuple[int, int, int]) -> tuple[np.ndarray, np.ndarray]:
+    """Where each thread's marker goes: the block's x, y grid (z under y); 1-D in rows of 32."""
+    bx, by, bz = block
+    t = np.arange(bx * by * bz)
+    if by * bz == 1 and bx > WRAP:
+        return t % WRAP, t // WRAP  # a row per warp
+    return t % bx, t // bx
+
+
+def _block_events(trace: Trace, block: Any, phase: int | None,
+                  spaces: tuple[str, ...]) -> tuple[int, np.ndarray]:
+    first = trace.thread_id((0, 0, 0), block)
+    col = trace.columns
+    mask = col["thread"] // trace.threads_per_block == first // trace.threads_per_block
+    mask &= np.isin(trace.space_of_events(), [SPACES.index(s) for s in spaces])
+    if phase is not None:
+        mask &= col["phase"] == phase
+    return first, np.flatnonzero(mask)
+
+
+class _Layout:
+    """Where an array's elements go: a grid of display rows and columns, cropped to the touched."""
+
+    def __init__(self, shape: tuple[int, ...], elements: np.ndarray, max_cells: int, label: str):
+        if len(shape) >= 2:
+            self.cols = int(np.prod(shape[1:]))
+            rows, cols = elements // self.cols, elements % self.cols
+            self.r0, self.c0 = int(rows.min()), int(cols.min())
+            self.nrows, self.ncols = int(rows.max()) - self.r0 + 1, int(cols.max()) - self.c0 + 1
+            self.wrapped = False
+        else:
+            lo, hi = int(elements.min()), int(elements.max())
+            self.wrapped = hi - lo + 1 > WRAP
+            self.cols = WRAP if self.wrapped else 1 << 62
+            self.c0 = lo - lo % WRAP if self.wrapped else lo
+            self.r0 = 0
+            self.ncols = WRAP if self.wrapped else hi - lo + 1
+            self.nrows = (hi - self.c0) // WRAP + 1 if self.wrapped else 1
+        if self.nrows * self.ncols > max_cells:
+            raise TraceError(
+                f"the elements of {label} this block touches span {self.nrows} x {self.ncols} "
+                f"cells, more than max_cells={max_cells:,}; pick one phase with phase=..., "
+                "trace a smaller launch, or raise max_cells")
+        self.shape = shape
+
+    def cell(self, elements: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        if self.wrapped:
+            rel = elements - self.c0
+            return rel // WRAP, rel % WRAP
+        if len(self.shape) >= 2:
+            return elements // self.cols - self.r0, elements % self.cols - self.c0
+        return np.zeros_like(elements), elements - self.c0
+
+    def title(self, label: str) -> str:
+        if len(self.shape) >= 2:
+            return (f"{label}[{self.r0}:{self.r0 + self.nrows}, "
+                    f"{self.c0}:{self.c0 + self.ncols}] (flattened)" if len(self.shape) > 2 else
+                    f"{label}[{self.r0}:{self.r0 + self.nrows}, {self.c0}:{self.c0 + self.ncols}]")
+        end = self.c0 + (self.nrows * WRAP if self.wrapped else self.ncols)
+        return f"{label}[{self.c0}:{end}]" + (f" in rows of {WRAP}" if self.wrapped else "")
+
+
+def _rects(x: Any, y: Any, w: Any, h: Any) -> np.ndarray:
+    """Vertices (n, 4, 2) of axis-aligned rectangles: drawn as one PolyCollection, fast."""
+    x, y, w, h = np.broadcast_arrays(*(np.asarray(v, float) for v in (x, y, w, h)))
+    return np.stack([np.stack([x, y], -1), np.stack([x + w, y], -1),
+                     np.stack([x + w, y + h], -1), np.stack([x, y + h], -1)], 1)
+
+
+def plot_block(trace: Trace, block: Any = (0, 0, 0), *, phase: int | None = None,
+               spaces: tuple[str, ...] = ("global", "shared", "const"),
+               max_lines: int = 512, max_cells: int = 4096) -> Any:
+    """A matplotlib Figure of block `block`'s threads and the elements they read and wrote.
+
+    phase: only the accesses between two barriers (0 = before the first syncthreads).
+    max_lines: above this many thread-element connections, lines are left out.
+    The threads are the collection with gid "threads", one colour per thread.
+    """
+    from matplotlib.collections import EllipseCollection, LineCollection, PolyCollection
+    from matplotlib.figure import Figure
+
+    first, events = _block_events(trace, block, phase, spaces)
+    col = trace.columns
+    tpb, (_, by, bz) = trace.threads_per_block, trace.block
+    colors = thread_colors(trace.block)
+    tx, ty = _thread_positions(trace.block)
+    th_w, th_h = int(tx.max()) + 1, int(ty.max()) + 1
+    ev_array, ev_element = col["array"][events], col["element"][events]
+    ev_thread, ev_write = col["thread"][events] - first, col["kind"][events] > 0
+    arrays = sorted(set(ev_array.tolist()))
+    outputs = [a for a in arrays if ev_write[ev_array == a].any()]
+    inputs = [a for a in arrays if a not in outputs]
+    layouts = {a: _Layout(trace.arrays[a].shape, ev_element[ev_array == a], max_cells,
+                          trace.arrays[a].label) for a in arrays}
+    th_x = max([layouts[a].ncols for a in inputs], default=-GAP) + GAP
+    out_x = th_x + th_w + GAP
+    fig = Figure(figsize=(6, 4))
+    ax = fig.add_subplot()
+    grid_cells, stripes, stripe_colors, edges, texts = [], [], [], [], []
+    centres: dict[tuple[int, int], tuple[float, float]] = {}
+    heights = []
+    for x0, column in ((0.0, inputs), (out_x, outputs)):
+        y = 0.0
+        for a in column:
+            lay, info = layouts[a], trace.arrays[a]
+            ax.text(x0, y - 0.4, lay.title(info.label) + f" ({info.space})", fontsize=8,
+                    va="bottom")
+            r, c = np.divmod(np.arange(lay.nrows * lay.ncols), lay.ncols)
+            grid_cells.append(_rects(x0 + c, y + r, 1, 1))
+            sel = ev_array == a
+            pairs = sorted(set(zip(ev_element[sel].tolist(), ev_thread[sel].tolist())))
+            by_element: dict[int, list[int]] = {}
+            for e, t in pairs:
+                by_element.setdefault(e, []).append(t)
+            written = set(ev_element[sel & ev_write].tolist())
+            rows, cs = lay.cell(np.array(list(by_element), np.int64))
+            for (e, threads), r, c in zip(by_element.items(), rows.tolist(), cs.tolist()):
+                cx, cy = x0 + c, y + r
+                centres[(a, e)] = (cx + 0.5, cy + 0.5)
+                if len(threads) <= MAX_STRIPES:
+                    w = 1 / len(threads)
+                    stripes += [(cx + k * w, cy, w) for k in range(len(threads))]
+                    stripe_colors += [colors[t] for t in threads]
+                else:
+                    stripes.append((cx, cy, 1.0))
+                    stripe_colors.append((0.8, 0.8, 0.8, 1.0))
+                    texts.append((cx + 0.5, cy + 0.5, str(len(threads))))
+                if e in written:
+                    edges.append((cx, cy))
+            y += lay.nrows + 2.0
+        heights.append(y)
+    if grid_cells:
+        ax.add_collection(PolyCollection(np.concatenate(grid_cells), facecolors="white",
+                                         edgecolors="0.7", linewidths=0.5, zorder=1))
+    if stripes:
+        sx, sy, sw = np.array(stripes).T
+        ax.add_collection(PolyCollection(_rects(sx, sy, sw, 1), facecolors=stripe_colors,
+                                         edgecolors="none", zorder=2))
+    if edges:
+        ex, ey = np.array(edges).T
+        ax.add_collection(PolyCollection(_rects(ex, ey, 1, 1), facecolors="none",
+                                         edgecolors="black", linewidths=1.4, zorder=4))
+    for x, y, s in texts:
+        ax.text(x, y, s, ha="center", va="center", fontsize=6, zorder=5)
+    # the threads, laid out as the block (z stacked under y)
+    th_y = max(0.0, (max(heights) - th_h) / 2)
+    ax.add_collection(EllipseCollection(
+        np.full(tpb, 0.8), np.full(tpb, 0.8), np.zeros(tpb), units="xy",
+        offsets=np.stack([th_x + tx + 0.5, th_y + ty + 0.5], 1), offset_transform=ax.transData,
+        facecolors=colors, edgecolors="black", linewidths=0.5, zorder=3, gid="threads"))
+    blk = trace.coordinates(first)[1]
+    ax.text(th_x, th_y - 0.4, f"threads of block {blk}", fontsize=8, va="bottom")
+    if tpb <= 64:
+        for x, y in zip(tx.tolist(), ty.tolist()):
+            ax.text(th_x + x + 0.5, th_y + y + 0.5, f"{x},{y}" if by * bz > 1 else str(x + WRAP * y),
+                    ha="center", va="center", fontsize=5, zorder=4)
+    links = sorted(set(zip(ev_thread.tolist(), ev_array.tolist(), ev_element.tolist(),
+                           ev_write.tolist())))
+    title = f"kernel '{trace.kernel}', block {blk}" + ("" if phase is None else f", phase {phase}")
+    if len(links) <= max_lines:
+        for write in (False, True):
+            segs = [[centres[(a, e)], (th_x + tx[th] + 0.5, th_y + ty[th] + 0.5)]
+                    for th, a, e, w in links if w == write]
+            segc = [colors[th] for th, _, _, w in links if w == write]
+            ax.add_collection(LineCollection(segs, colors=segc, linewidths=0.7, alpha=0.6,
+                                             linestyles="solid" if write else "dotted", zorder=2))
+    else:
+        title += f" ({len(links):,} thread-element links: lines left out)"
+    ax.set_title(title, fontsize=9)
+    right = out_x + max([layouts[a].ncols for a in outputs], default=-GAP)
+    bottom = max(heights + [th_y + th_h])
+    ax.set_xlim(-0.5, right + 0.5)
+    ax.set_ylim(bottom + 0.5, -1.5)  # row 0 at the top, as arrays print
+    ax.set_aspect("equal")
+    ax.axis("off")
+    inches = min(0.25, 16 / (right + 1), 12 / (bottom + 2))  # per cell, the same both ways
+    fig.set_size_inches(max(4.0, inches * (right + 1)), max(2.0, inches * (bottom + 2) + 0.4))
+    fig.subplots_adjust(left=0.01, right=0.99, bottom=0.01, top=0.92)
+    return fig
+
+
+def block_summary(trace: Trace, block: Any = (0, 0, 0), *, phase: int | None = None,
+                  max_threads: int = 32) -> str:
+    """Text: what each thread of `block` read and wrote (global, shared and const memory)."""
+    first, events = _block_events(trace, block, phase, ("global", "shared", "const"))
+    col = trace.columns
+    blk = trace.coordinates(first)[1]
+    lines = [f"Block {blk} of kernel '{trace.kernel}': {trace.threads_per_block:,} threads, "
+             f"{len(events):,} accesses" + ("" if phase is None else f" in phase {phase}")]
+    phased = bool((col["phase"][events] > 0).any())
+    threads = np.unique(col["thread"][events])
+    for tid in threads[:max_threads]:
+        mine = events[col["thread"][events] == tid]
+        parts = []
+        for ph in np.unique(col["phase"][mine]):
+            by_kind: dict[str, list[str]] = {}
+            for i in mine[col["phase"][mine] == ph]:
+                info = trace.arrays[col["array"][i]]
+                index = np.unravel_index(int(col["element"][i]), info.shape)
+                name = f"{info.label}[{', '.join(str(int(v)) for v in index)}]"
+                by_kind.setdefault(KINDS[col["kind"][i]], []).append(name)
+            text = "; ".join(f"{_VERBS[k]} {', '.join(v)}" for k, v in by_kind.items())
+            parts.append(f"phase {ph}: {text}" if phased else text)
+        lines.append(f"  thread {trace.coordinates(tid)[0]}: " + " | ".join(parts))
+    if len(threads) > max_threads:
+        lines.append(f"  ... and {len(threads) - max_threads:,} more threads")
+    idle = trace.threads_per_block - len(threads)
+    if idle:
+        lines.append(f"  {idle:,} threads made no access")
+    return "\n".join(lines)
+
+
+_VERBS = {"read": "reads", "write": "writes", "atomic": "atomically updates"}

@@ -1,0 +1,347 @@
+"""Recording a simulated launch: every global, shared, local and constant access, per thread.
+
+The simulator calls `Recorder.record` for each array access of each group of lock-step lanes
+(one call = one dynamic execution of one source site); `Recorder.finish` turns the recording into
+a `Trace`, a set of numpy columns, one row per thread access. The recording is bounded by
+`max_events`: a launch that makes more accesses stops with `TraceTooLargeError`. It does not
+record registers, arithmetic or warp intrinsics, only memory accesses.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..errors import GpukitError, LaunchConfigError
+
+KINDS = ("read", "write", "atomic")
+SPACES = ("global", "shared", "local", "const")
+DEFAULT_MAX_EVENTS = 1_000_000
+BYTES_PER_EVENT = 45  # host memory one recorded access takes (the columns of `Trace`)
+
+
+class TraceError(GpukitError):
+    """A trace was asked for where there is none, or of a backend that cannot trace."""
+
+
+class TraceTooLargeError(TraceError, LaunchConfigError):
+    """A traced launch makes more memory accesses than the recorder's `max_events`.
+
+    It derives from LaunchConfigError (the launch is too large for tracing), which the simulator
+    passes through from inside a kernel unchanged.
+    """
+
+
+@dataclass(frozen=True)
+class ArrayInfo:
+    """One array the traced kernel touched: its name in the kernel, memory space, shape, dtype."""
+
+    label: str
+    space: str
+    shape: tuple[int, ...]
+    dtype: np.dtype
+
+    @property
+    def itemsize(self) -> int:
+        return int(self.dtype.itemsize)
+
+
+@dataclass(frozen=True)
+class Access:
+    """One memory access of one thread (a row of a `Trace`, readable)."""
+
+    thread: tuple[int, int, int]
+    block: tuple[int, int, int]
+    array: str
+    space: str
+    index: tuple[int, ...]
+    kind: str
+    phase: int
+    lineno: int
+    text: str
+
+    def __str__(self) -> str:
+        where = f"{self.array}[{', '.join(map(str, self.index))}]"
+        return (f"thread {self.thread} of block {self.block}: {self.kind} {where} "
+                f"({self.space}, phase {self.phase}, line {self.lineno}: {self.text})")
+
+
+def _c_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
+    strides, step = [], 1
+    for n in reversed(shape):
+        strides.append(step)
+        step *= n
+    return tuple(reversed(strides))
+
+
+def element_numbers(rel: np.ndarray, shape: tuple[int, ...], estrides: tuple[int, ...]
+                    ) -> np.ndarray:
+    """Row-major element numbers within `shape` of buffer offsets `rel` (strided layout).
+
+    `rel` = sum(index[i] * estrides[i]); strides may be in any order or negative (views), as long
+    as the layout does not overlap itself, which holds for every slice of a contiguous array.
+    """
+    if tuple(estrides) == _c_strides(shape):
+        return rel.astype(np.int64, copy=False)
+    rem = rel.astype(np.int64) - sum((n - 1) * s for n, s in zip(shape, estrides) if s < 0)
+    comps: list[Any] = [0] * len(shape)
+    for axis in sorted(range(len(shape)), key=lambda a: -abs(estrides[a])):
+        step, n = abs(estrides[axis]), shape[axis]
+        if step == 0 or n == 1:
+            continue
+        c = rem // step
+        rem = rem - c * step
+        comps[axis] = c if estrides[axis] > 0 else n - 1 - c
+    element: Any = np.zeros(len(rel), np.int64)
+    for c, n in zip(comps, shape):
+        element = element * n + c
+    return element
+
+
+class Recorder:
+    """Collects one launch's accesses; pass as `launch_kernel(..., trace=recorder)`.
+
+    `max_events` bounds the number of thread accesses recorded (about 45 bytes each).
+    """
+
+    def __init__(self, max_events: int = DEFAULT_MAX_EVENTS):
+        if isinstance(max_events, bool) or not isinstance(max_events, (int, np.integer)) \
+                or max_events < 1:
+            raise ValueError(f"max_events must be a positive int, got {max_events!r}")
+        self.max_events = int(max_events)
+        self.events = 0
+        self._chunks: list[tuple] = []
+        self._arrays: list[ArrayInfo] = []
+        self._keys: dict[tuple, int] = {}
+        self._by_id: dict[int, tuple[Any, int]] = {}  # id(SimArray) -> (the array, its number)
+        self._launch: Any = None
+        self._trace: Trace | None = None
+
+    @classmethod
+    def from_option(cls, option: Any, max_events: int = DEFAULT_MAX_EVENTS) -> Any:
+        """The recorder a launch's `trace=` option asks for: None for None/False.
+
+        True makes a Recorder, an int a Recorder with that max_events; an object with a
+        `record` method (a Recorder or your own) is used as it is.
+        """
+        if option is None or option is False:
+            return None
+        if option is True:
+            return cls(max_events)
+        if isinstance(option, (int, np.integer)):
+            return cls(int(option))
+        if callable(getattr(option, "record", None)):
+            return option
+        raise ValueError(f"trace must be True, False, a max_events int or a "
+                         f"gpukit.trace.Recorder, got {option!r}")
+
+    # -- called by the simulator -------------------------------------------------------------
+    def record(self, group: Any, sim_array: Any, kind: str, lanes: np.ndarray | None,
+               flat: np.ndarray, site: int) -> None:
+        """One access by the `lanes` of `group` (None = all) to elements `flat` of the buffer."""
+        n = len(flat)
+        if self._launch is None:
+            self._launch = group.launch
+        if n == 0:
+            return
+        if self.events + n > self.max_events:
+            raise self._too_large(group.launch)
+        number = self._array_number(sim_array)
+        base = sim_array.lane_base
+        if base is not None:
+            flat = flat - (base if lanes is None else base[lanes])
+        address = flat.astype(np.int64) * sim_array.dtype.itemsize
+        element = element_numbers(flat - sim_array.offset, sim_array.shape, sim_array.estrides)
+        tid = group.gtid if lanes is None else group.gtid[lanes]
+        phase = group.lane_phase(lanes)
+        self._chunks.append((tid.astype(np.int64), number, KINDS.index(kind), element, address,
+                             phase.astype(np.int32, copy=False), site))
+        self.events += n
+
+    def _array_number(self, sim_array: Any) -> int:
+        hit = self._by_id.get(id(sim_array))
+        if hit is not None and hit[0] is sim_array:
+            return hit[1]
+        # shared, local and const arrays are made per group of blocks: one entry per declaration
+        key = (sim_array.kind, sim_array.label, tuple(sim_array.shape), sim_array.dtype.str)
+        number = self._keys.get(key)
+        if number is None:
+            number = self._keys[key] = len(self._arrays)
+            self._arrays.append(ArrayInfo(sim_array.label, sim_array.kind,
+                                          tuple(int(s) for s in sim_array.shape),
+                                          np.dtype(sim_array.dtype)))
+        self._by_id[id(sim_array)] = (sim_array, number)
+        return number
+
+    def _too_large(self, launch: Any) -> TraceTooLargeError:
+        threads = launch.nblocks * launch.tpb
+        return TraceTooLargeError(
+            f"kernel '{launch.name}' launched with grid {launch.grid} x block {launch.block} "
+            f"({threads:,} threads) makes more than {self.max_events:,} memory accesses, the "
+            f"trace's limit (max_events={self.max_events:,}); the launch stopped partway, so its "
+            "outputs are incomplete. Trace a smaller launch (a smaller problem or fewer blocks: "
+            "the views look at one block or warp at a time), or raise the limit with "
+            "gpukit.trace.tracing(backend, max_events=...) or "
+            f"trace=gpukit.trace.Recorder(max_events=...) (about {BYTES_PER_EVENT} bytes of host "
+            "memory per access)")
+
+    # -- after the launch --------------------------------------------------------------------
+    def finish(self, launch_record: Any = None) -> Trace:
+        """The `Trace` of the recorded launch (the same object if called again)."""
+        if self._trace is not None:
+            return self._trace
+        launch = self._launch
+        if launch_record is not None:
+            name, grid, block = launch_record.kernel, launch_record.grid, launch_record.block
+        elif launch is not None:
+            name, grid, block = launch.name, launch.grid, launch.block
+        else:
+            raise TraceError("this recorder has recorded no launch; pass it as "
+                             "launch_kernel(..., trace=recorder) and call finish(record) after")
+        chunks = self._chunks
+        sizes = np.array([len(c[0]) for c in chunks], np.int64)
+        columns = {
+            "thread": _cat([c[0] for c in chunks], np.int64),
+            "array": np.repeat(np.array([c[1] for c in chunks], np.int32), sizes),
+            "kind": np.repeat(np.array([c[2] for c in chunks], np.int8), sizes),
+            "element": _cat([c[3] for c in chunks], np.int64),
+            "address": _cat([c[4] for c in chunks], np.int64),
+            "phase": _cat([c[5] for c in chunks], np.int32),
+            "site": np.repeat(np.array([c[6] for c in chunks], np.int32), sizes),
+            "call": np.repeat(np.arange(len(chunks), dtype=np.int64), sizes),
+        }
+        from ..sim.transform import SITES
+
+        sites = {int(s): SITES[int(s)] for s in np.unique(columns["site"])}
+        self._trace = Trace(name, tuple(grid), tuple(block), tuple(self._arrays), sites,
+                            columns)
+        self._chunks = []
+        self._by_id = {}  # let the group's shared and local buffers go
+        return self._trace
+
+
+def _cat(parts: list[np.ndarray], dtype: Any) -> np.ndarray:
+    return np.concatenate(parts).astype(dtype, copy=False) if parts else np.zeros(0, dtype)
+
+
+class Trace:
+    """Every memory access of one launch, as numpy columns with one row per thread access.
+
+    Columns: `thread` (global linear thread id: block number * threads per block + linear
+    threadIdx, x fastest), `array` (a number into `arrays`), `kind` (into KINDS), `element`
+    (row-major element number within the array), `address` (byte offset: from the allocation's
+    start for global memory, from the block's or thread's copy for shared and local arrays),
+    `phase` (barrier phase: syncthreads calls the block had passed), `site` (a source site,
+    see `sites`), `call` (which dynamic execution of a site, shared by the lanes executing it).
+    """
+
+    def __init__(self, kernel: str, grid: tuple[int, int, int], block: tuple[int, int, int],
+                 arrays: tuple[ArrayInfo, ...], sites: dict[int, Any],
+                 columns: dict[str, np.ndarray]):
+        self.kernel = kernel
+        self.grid = grid
+        self.block = block
+        self.arrays = arrays
+        self.sites = sites
+        self.columns = columns
+        self.threads_per_block = block[0] * block[1] * block[2]
+        self.blocks = grid[0] * grid[1] * grid[2]
+        self.threads = self.threads_per_block * self.blocks
+
+    def __len__(self) -> int:
+        return len(self.columns["thread"])
+
+    # -- coordinates ---------------------------------------------------------------------------
+    def thread_id(self, thread: Any, block: Any = (0, 0, 0)) -> int:
+        """The global linear thread id of threadIdx `thread` in blockIdx `block`."""
+        t, b = _xyz(thread, "thread"), _xyz(block, "block")
+        for what, value, limit in (("thread", t, self.block), ("block", b, self.grid)):
+            if any(not 0 <= v < n for v, n in zip(value, limit)):
+                raise TraceError(f"{what} {value} is outside this launch's "
+                                 f"{'block' if what == 'thread' else 'grid'} {limit}")
+        bx, by, _ = self.block
+        gx, gy, _ = self.grid
+        ltid = t[0] + bx * (t[1] + by * t[2])
+        blk = b[0] + gx * (b[1] + gy * b[2])
+        return blk * self.threads_per_block + ltid
+
+    def coordinates(self, tid: int) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
+        """(threadIdx, blockIdx) of a global linear thread id."""
+        blk, t = divmod(int(tid), self.threads_per_block)
+        bx, by, _ = self.block
+        gx, gy, _ = self.grid
+        return ((t % bx, (t // bx) % by, t // (bx * by)),
+                (blk % gx, (blk // gx) % gy, blk // (gx * gy)))
+
+    def space_of_events(self) -> np.ndarray:
+        """Each event's memory space as a number into SPACES."""
+        codes = np.array([SPACES.index(a.space) for a in self.arrays] or [0], np.int8)
+        return codes[self.columns["array"]]
+
+    def warp_of_events(self) -> np.ndarray:
+        """Each event's warp, numbered across the launch (32 consecutive linear threads)."""
+        tpb = self.threads_per_block
+        per_block = -(-tpb // 32)
+        thread = self.columns["thread"]
+        return (thread // tpb) * per_block + (thread % tpb) // 32
+
+    # -- reading it ---------------------------------------------------------------------------
+    def accesses(self, thread: Any = None, block: Any = None, space: str | None = None,
+                 array: str | None = None) -> list[Access]:
+        """The accesses, in order, of one thread (`thread` and `block`), one block, or all."""
+        mask = np.ones(len(self), bool)
+        if thread is not None:
+            mask &= self.columns["thread"] == self.thread_id(thread, block or (0, 0, 0))
+        elif block is not None:
+            first = self.thread_id((0, 0, 0), block)
+            mask &= self.columns["thread"] // self.threads_per_block \
+                == first // self.threads_per_block
+        if space is not None:
+            if space not in SPACES:
+                raise ValueError(f"space must be one of {', '.join(SPACES)}, got {space!r}")
+            mask &= self.space_of_events() == SPACES.index(space)
+        if array is not None:
+            numbers = [i for i, a in enumerate(self.arrays) if a.label == array]
+            if not numbers:
+                raise TraceError(f"no array {array!r} in this trace; its arrays are: "
+                                 f"{', '.join(sorted({a.label for a in self.arrays}))}")
+            mask &= np.isin(self.columns["array"], numbers)
+        out = []
+        col = self.columns
+        for i in np.flatnonzero(mask):
+            info = self.arrays[col["array"][i]]
+            site = self.sites[int(col["site"][i])]
+            t, b = self.coordinates(col["thread"][i])
+            index = tuple(int(v) for v in np.unravel_index(int(col["element"][i]), info.shape))
+            out.append(Access(t, b, info.label, info.space, index, KINDS[col["kind"][i]],
+                              int(col["phase"][i]), site.lineno, site.text))
+        return out
+
+    def summary(self) -> str:
+        """A few lines: the launch, and per array how many reads, writes and atomics."""
+        lines = [(f"Trace of kernel '{self.kernel}': grid {self.grid} x block {self.block} "
+                  f"({self.threads:,} threads), {len(self):,} memory accesses")]
+        counts = np.zeros((max(len(self.arrays), 1), len(KINDS)), np.int64)
+        np.add.at(counts, (self.columns["array"], self.columns["kind"]), 1)
+        for number, info in enumerate(self.arrays):
+            done = ", ".join(f"{counts[number, k]:,} {kind}s" for k, kind in enumerate(KINDS)
+                             if counts[number, k])
+            lines.append(f"  {info.label} ({info.space} {info.dtype.name} {info.shape}): {done}")
+        return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        return (f"<Trace of '{self.kernel}': {len(self):,} accesses by {self.threads:,} threads, "
+                f"grid {self.grid}, block {self.block}>")
+
+    def _repr_pretty_(self, p: Any, cycle: bool) -> None:
+        p.text(self.summary())
+
+
+def _xyz(value: Any, what: str) -> tuple[int, int, int]:
+    items = (value,) if isinstance(value, (int, np.integer)) else tuple(value)
+    if not 1 <= len(items) <= 3:
+        raise TraceError(f"{what} must be an int or a tuple of 1 to 3 ints, got {value!r}")
+    full = [int(v) for v in items] + [0] * (3 - len(items))
+    return full[0], full[1], full[2]
