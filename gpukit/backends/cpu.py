@@ -188,16 +188,25 @@ class CPUBackend(Backend):
                                     implicit=_implicit, stream=stream)
         return out
 
-    def copy_to_device(self, host: np.ndarray, target: DeviceArray) -> DeviceArray:
+    def copy_to_device(self, host: np.ndarray, target: DeviceArray, *,
+                       stream: Any = None) -> DeviceArray:
         """Copy a numpy array into an existing device array of the same shape and dtype."""
         dev = self._own(target, "copy_to_device")
+        self._timeline.stream_id(stream)
+        pinned = is_pinned(host)
         host = check_host_array(host, operation="copy_to_device")
         check_copy_target(host, dev.shape, dev.dtype, operation="copy_to_device")
-        dev.copy_to_device(host)
+        dev.host_view()[...] = host
+        dev._mark_written()
+        self.memory.record_transfer("h2d", dev.nbytes, pinned=pinned, stream=stream)
         return dev
 
     def free(self, array: Any) -> None:
         dev = self._own(array, "free", allow_freed=True)
+        if not dev.is_freed and (dev.offset_bytes or dev.size != dev._alloc.count):
+            raise InvalidDeviceArrayError(
+                f"free: this device array {dev.shape} is a view (a slice) of a larger one; free "
+                "the array it was sliced from (freeing a view would free all of it)")
         self.memory.release(dev._alloc)
 
     def _own(self, array: Any, operation: str, allow_freed: bool = False) -> DeviceArray:

@@ -24,6 +24,7 @@ from ..errors import (
     TransferError,
 )
 from . import _cuda_env as env
+from . import _cuda_streams
 from ._cuda_env import cuda_unavailable_reason, device_kind
 from ._cuda_kernel import SIMULATOR_ONLY_OPTIONS, CUDAKernel, check_launch_options, make_dispatcher
 from ._validate import (
@@ -55,6 +56,7 @@ class CUDABackend(Backend):
         self._live = env.ArrayTable()   # arrays this backend allocated -> nbytes
         self._freed = env.ArrayTable()  # arrays passed to free()
         self._kernels_launched = 0
+        self.launches: list[_cuda_streams.CUDALaunch] = []  # see gpukit.timing.launch_log
         self._last_error: str | None = None
         self._capabilities: Capabilities | None = None
 
@@ -257,8 +259,11 @@ class CUDABackend(Backend):
         self._live.add(array, nbytes)
         return array
 
-    def to_device(self, array: Any) -> Any:
-        """A device copy of a numpy array."""
+    def to_device(self, array: Any, *, stream: Any = None) -> Any:
+        """A device copy of a numpy array (enqueued on `stream` if given: asynchronous for
+        pinned arrays, see `pinned_array`)."""
+        if stream is not None:
+            return _cuda_streams.to_device_async(self, array, stream)
         host = check_host_array(array, operation="to_device")
         cuda = self._require()
         with self._device_scope():
@@ -274,8 +279,12 @@ class CUDABackend(Backend):
         self._live.add(device_array, host.nbytes)
         return device_array
 
-    def to_host(self, array: Any, out: np.ndarray | None = None) -> np.ndarray:
-        """A numpy copy of a device array (or a copy into the numpy array `out`)."""
+    def to_host(self, array: Any, out: np.ndarray | None = None, *,
+                stream: Any = None) -> np.ndarray:
+        """A numpy copy of a device array (or a copy into the numpy array `out`); with `stream`,
+        enqueued on it: synchronise the stream before reading the result."""
+        if stream is not None:
+            return _cuda_streams.to_host_async(self, array, out, stream)
         kind = self._own(array, "to_host")
         if out is not None:
             if not isinstance(out, np.ndarray):
@@ -394,3 +403,13 @@ class CUDABackend(Backend):
                 self._last_error = f"{kernel.name}: {type(exc).__name__}: {exc}"
                 raise
         self._kernels_launched += 1
+        _cuda_streams.record_launch(self, kernel, grid3, block3, stream, shared_bytes)
+
+    # -- streams and pinned memory (gpukit.backends._cuda_streams) ---------------------------
+    def stream(self) -> Any:
+        """A numba CUDA stream, with `record_event()` returning a gpukit CUDAEvent."""
+        return _cuda_streams.new_stream(self)
+
+    def pinned_array(self, shape: Any, dtype: Any = "float32") -> np.ndarray:
+        """Page-locked host memory (numba's cuda.pinned_array): faster, asynchronous copies."""
+        return _cuda_streams.pinned_array(self, shape, dtype)

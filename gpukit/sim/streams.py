@@ -83,8 +83,14 @@ class PinnedArray(np.ndarray):
     _gpukit_pinned_root = False
 
     def __array_wrap__(self, obj: Any, context: Any = None, return_scalar: bool = False) -> Any:
-        out = np.ndarray.__array_wrap__(self, obj, context, return_scalar)
-        return out.view(np.ndarray) if isinstance(out, PinnedArray) else out
+        if return_scalar:  # numpy >= 2 asks for a scalar result this way
+            return obj[()]
+        if not isinstance(obj, np.ndarray):
+            return obj
+        if (obj.ctypes.data, obj.shape, obj.strides) == (self.ctypes.data, self.shape,
+                                                         self.strides):
+            return self  # an in-place operation (a += 1, out=a): still the pinned array
+        return obj.view(np.ndarray)
 
 
 def pinned_array(shape: tuple[int, ...], dtype: np.dtype) -> PinnedArray:

@@ -1,0 +1,203 @@
+"""Streams, events, pinned memory, asynchronous copies and the launch log of the CUDA backend.
+
+Functions of a `CUDABackend` over numba-cuda: `stream` returns numba's own stream (so it works
+with every numba API) with `record_event()` added; `CUDAEvent.elapsed_ms` reads CUDA events. Under
+Numba's CUDA simulator events carry no time (numba returns -1.0) and everything runs
+synchronously, so events there keep the host clock instead and say so (kind "wall"). Nothing here
+models a GPU: the simulator's model lives in `gpukit.sim.streams`.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..errors import TransferError
+from ._validate import check_copy_target, check_host_array, normalize_dtype, normalize_shape
+
+_stream_ids = itertools.count(1)
+
+
+def events_timed(backend: Any) -> bool:
+    """Whether CUDA events measure GPU time here (False under Numba's simulator)."""
+    return not backend.simulator
+
+
+def event_kind(backend: Any) -> str:
+    """The Timing kind of event-timed measurements: "cuda-events", or "wall" on the simulator."""
+    return "cuda-events" if events_timed(backend) else "wall"
+
+
+class CUDAEvent:
+    """A CUDA event recorded on a stream; `start.elapsed_ms(end)` is the time between them.
+
+    On a GPU that is CUDA's event time (kind "cuda-events"); under Numba's simulator, which runs
+    every operation synchronously and times no event, it is the host's clock (kind "wall").
+    """
+
+    def __init__(self, backend: Any, stream: Any = 0):
+        cuda = backend._require()
+        self.kind = event_kind(backend)
+        self.stream = stream
+        with backend._device_scope():
+            self.event = cuda.event()
+            self.event.record(stream)
+        self.host_ms = time.perf_counter() * 1e3
+
+    def synchronize(self) -> None:
+        """The host waits until the GPU reaches the event."""
+        self.event.synchronize()
+
+    def query(self) -> bool:
+        return bool(self.event.query())
+
+    def elapsed_ms(self, other: CUDAEvent) -> float:
+        """Milliseconds from this event to `other` (waits for `other`)."""
+        if not isinstance(other, CUDAEvent):
+            raise TypeError(f"elapsed_ms needs another CUDAEvent, got {type(other).__name__}")
+        other.synchronize()
+        if self.kind == "wall":
+            return other.host_ms - self.host_ms
+        return float(self.event.elapsed_time(other.event))
+
+    elapsed_time = elapsed_ms  # numba's name
+
+    def __repr__(self) -> str:
+        return f"<gpukit CUDA event ({self.kind})>"
+
+
+def record_event(backend: Any, stream: Any = 0) -> CUDAEvent:
+    """A CUDAEvent recorded now on `stream` (0: the default stream)."""
+    return CUDAEvent(backend, stream or 0)
+
+
+def new_stream(backend: Any) -> Any:
+    """A numba CUDA stream with `record_event()` and a `gpukit_id` added."""
+    cuda = backend._require()
+    with backend._device_scope():
+        stream = cuda.stream()
+    stream.gpukit_id = next(_stream_ids)
+    stream.record_event = lambda: record_event(backend, stream)
+    return stream
+
+
+def stream_label(stream: Any) -> int | str:
+    """0 for the default stream, else the gpukit id (or repr) of the stream."""
+    if stream is None or (isinstance(stream, int) and stream == 0):
+        return 0
+    return getattr(stream, "gpukit_id", None) or getattr(stream, "id", None) or repr(stream)
+
+
+def pinned_array(backend: Any, shape: Any, dtype: Any = "float32") -> np.ndarray:
+    """Page-locked host memory (numba's `cuda.pinned_array`): faster, asynchronous copies."""
+    cuda = backend._require()
+    with backend._device_scope():
+        return cuda.pinned_array(normalize_shape(shape), normalize_dtype(dtype))
+
+
+def _numba_view(backend: Any, array: Any, kind: str) -> Any:
+    return array if kind == "numba" else backend._require().as_cuda_array(array)
+
+
+def to_device_async(backend: Any, array: Any, stream: Any) -> Any:
+    """A device copy of `array` enqueued on `stream` (asynchronous when `array` is pinned)."""
+    host = check_host_array(array, operation="to_device")
+    if not host.flags.c_contiguous:  # the device array is C-ordered
+        host = np.ascontiguousarray(host)
+    device = backend.allocate(host.shape, host.dtype)
+    with backend._device_scope():
+        _numba_view(backend, device, backend._own(device, "to_device")).copy_to_device(
+            host, stream=stream)
+    return device
+
+
+def to_host_async(backend: Any, array: Any, out: np.ndarray | None, stream: Any) -> np.ndarray:
+    """Copy `array` to `out` (a new pageable array if None) on `stream`; read it only after
+    synchronising the stream."""
+    kind = backend._own(array, "to_host")
+    if out is None:
+        out = np.empty(array.shape, array.dtype)
+    elif not isinstance(out, np.ndarray):
+        raise TransferError(f"to_host's out must be a numpy array, got {type(out).__name__}")
+    else:
+        check_copy_target(out, array.shape, array.dtype, operation="to_host")
+    with backend._device_scope():
+        _numba_view(backend, array, kind).copy_to_host(out, stream=stream)
+    return out
+
+
+def timed_copy_ms(backend: Any, direction: str, nbytes: int, pinned: bool, repeat: int,
+                  warmup: int = 1) -> list[float]:
+    """Event-timed copies of `nbytes` (kind `event_kind(backend)`): one sample per repeat."""
+    cuda = backend._require()
+    with backend._device_scope():
+        stream = cuda.stream()
+        if direction == "d2d":
+            host = None
+            source = cuda.device_array(nbytes, np.uint8)
+        else:
+            host = cuda.pinned_array(nbytes, np.uint8) if pinned else np.ones(nbytes, np.uint8)
+        device = cuda.device_array(nbytes, np.uint8)
+
+        def copy() -> None:
+            if direction == "h2d":
+                device.copy_to_device(host, stream=stream)
+            elif direction == "d2h":
+                device.copy_to_host(host, stream=stream)
+            else:
+                device.copy_to_device(source, stream=stream)
+
+        for _ in range(warmup):
+            copy()
+        stream.synchronize()
+        samples = []
+        for _ in range(repeat):
+            start = record_event(backend, stream)
+            copy()
+            samples.append(start.elapsed_ms(record_event(backend, stream)))
+    return samples
+
+
+# -- the launch log ----------------------------------------------------------------------------
+@dataclass
+class CUDALaunch:
+    """One launch on the CUDA backend (timings are filled in by gpukit.timing.time_kernel)."""
+
+    kernel: str
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
+    dynamic_shared_bytes: int
+    stream: Any
+    dispatcher: Any = field(default=None, repr=False)
+    timings: dict[str, float] = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def record_launch(backend: Any, kernel: Any, grid: tuple[int, int, int],
+                  block: tuple[int, int, int], stream: Any, shared_bytes: int) -> CUDALaunch:
+    """Append one launch to `backend.launches` (created if missing) and return it."""
+    entry = CUDALaunch(kernel.name, tuple(grid), tuple(block), int(shared_bytes or 0),
+                       stream_label(stream), getattr(kernel, "dispatcher", None))
+    backend.__dict__.setdefault("launches", []).append(entry)
+    return entry
+
+
+def launch_occupancy(backend: Any, entry: CUDALaunch) -> float | None:
+    """Theoretical occupancy from the compiled kernel's registers and shared memory, or None."""
+    if backend.simulator or entry.dispatcher is None:
+        return None
+    try:  # pragma: no cover - needs a GPU
+        from ..occupancy import occupancy
+        overloads = list(getattr(entry.dispatcher, "overloads", {}).values())
+        if len(overloads) != 1:
+            return None
+        compiled = overloads[0]
+        threads = entry.block[0] * entry.block[1] * entry.block[2]
+        return occupancy(backend.compute_capability, threads, compiled.regs_per_thread,
+                         compiled.shared_mem_per_block + entry.dynamic_shared_bytes).occupancy
+    except Exception:  # noqa: BLE001 - the log reports None where occupancy is unknown
+        return None
