@@ -11,13 +11,15 @@ runs a kernel.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
 import numbers
 import threading
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import replace
+from types import SimpleNamespace
 from typing import Any
 
 from . import ptxas as _ptxas
@@ -145,6 +147,32 @@ def _options(kernel: Any) -> tuple[tuple[str, Any], ...]:
     return tuple((k, opts[k]) for k in wanted if opts.get(k) not in (None, False))
 
 
+@contextlib.contextmanager
+def _device_functions_without_gpu(cc: tuple[int, int]) -> Iterator[None]:
+    """Let numba-cuda compile the device functions a kernel calls when there is no GPU.
+
+    numba-cuda's CUDADispatcher.compile_device asks the current device for its compute
+    capability, which fails without a driver; for the duration of one compile (under a lock,
+    so compiles do not interleave) it is told the architecture being inspected.
+    """
+    from numba import cuda
+    from numba.cuda import dispatcher
+
+    if cuda.is_available():
+        yield
+        return
+    with _compile_lock:
+        original = dispatcher.get_current_device
+        dispatcher.get_current_device = lambda: SimpleNamespace(compute_capability=cc)
+        try:
+            yield
+        finally:
+            dispatcher.get_current_device = original
+
+
+_compile_lock = threading.Lock()
+
+
 def _compile_ptx(py_func: Callable, sig: tuple, cc: tuple[int, int], options: dict) -> str:
     """numba-cuda's compile_ptx, errors turned into gpukit errors."""
     try:
@@ -154,7 +182,8 @@ def _compile_ptx(py_func: Callable, sig: tuple, cc: tuple[int, int], options: di
         raise InspectUnavailableError(f"numba-cuda cannot be imported: {exc}") from None
     kwargs = {k: v for k, v in options.items() if k in ("fastmath", "launch_bounds")}
     try:
-        text, _ = cuda.compile_ptx(py_func, sig, cc=cc, **kwargs)
+        with _device_functions_without_gpu(cc):
+            text, _ = cuda.compile_ptx(py_func, sig, cc=cc, **kwargs)
     except (cuda_error.NvvmSupportError, cuda_error.NvrtcSupportError) as exc:
         raise InspectUnavailableError(
             f"numba-cuda cannot find its compiler ({exc}); install it with: {INSTALL_HINT}"

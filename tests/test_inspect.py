@@ -287,3 +287,22 @@ def test_real_gpu_matches_numba_attributes():
     sig = gi.signature_from_args(MATRICES)
     assert res.regs_per_thread == dispatcher.get_regs_per_thread(sig)
     assert res.shared_mem_bytes == dispatcher.get_shared_mem_per_block(sig) == 2048
+
+
+def test_kernels_calling_device_functions_compile_without_a_gpu():
+    """numba-cuda asks the current GPU for its compute capability when it compiles a device
+    function; gpukit.inspect answers with the architecture inspected instead."""
+    from numba import cuda
+
+    @cuda.jit(device=True)
+    def twice(v):
+        return 2 * v
+
+    def scale(x):
+        i = cuda.grid(1)
+        if i < x.shape[0]:
+            x[i] = twice(x[i])
+
+    for device, arch in (("T4", "sm_75"), ("H100", "sm_90")):
+        res = gi.resources(scale, (np.zeros(4, np.float32),), device)
+        assert res.arch == arch and res.source == "ptxas" and res.regs_per_thread > 0

@@ -17,7 +17,7 @@ from ..errors import LaunchConfigError
 
 # launch_kernel options that only the CPU simulator understands, and those CUDA takes.
 SIMULATOR_ONLY_OPTIONS = frozenset({"checks", "schedule", "seed", "watchdog_s"})
-LAUNCH_OPTIONS = ("stream", "dynamic_shared_bytes")
+LAUNCH_OPTIONS = ("stream", "dynamic_shared_bytes", "flops")
 
 
 class CUDAKernel:

@@ -379,19 +379,23 @@ class CUDABackend(Backend):
         return kernel
 
     def launch_kernel(self, kernel: Any, grid: Any, block: Any, *args: Any,
-                      **options: Any) -> None:
+                      **options: Any) -> Any:
         """Launch `kernel` (compiled, cuda.jit or a plain function) over `grid` x `block`.
 
-        Options: `stream=` and `dynamic_shared_bytes=`. The CPU simulator's options (checks,
-        schedule, seed, watchdog_s) raise TypeError here.
+        Options: `stream=`, `dynamic_shared_bytes=` and `flops=` (declared floating-point
+        operations, kept in the launch log). The CPU simulator's options (checks, schedule, seed,
+        watchdog_s) raise TypeError here. Returns the launch's entry in `launches`.
         """
         check_launch_options(options)
         compiled = self.compile_kernel(kernel)
-        self._launch(compiled, grid, block, options.get("stream") or 0,
-                     options.get("dynamic_shared_bytes", 0), *args)
+        entry = self._launch(compiled, grid, block, options.get("stream") or 0,
+                             options.get("dynamic_shared_bytes", 0), *args)
+        if options.get("flops") is not None:
+            entry.extra["flops"] = int(options["flops"])
+        return entry
 
     def _launch(self, kernel: CUDAKernel, grid: Any, block: Any, stream: Any,
-                shared_bytes: Any, *args: Any) -> None:
+                shared_bytes: Any, *args: Any) -> Any:
         self._require()
         grid3, block3 = check_launch(kernel.name, grid, block, shared_bytes, self.capabilities())
         for position, arg in enumerate(args):
@@ -403,7 +407,7 @@ class CUDABackend(Backend):
                 self._last_error = f"{kernel.name}: {type(exc).__name__}: {exc}"
                 raise
         self._kernels_launched += 1
-        _cuda_streams.record_launch(self, kernel, grid3, block3, stream, shared_bytes)
+        return _cuda_streams.record_launch(self, kernel, grid3, block3, stream, shared_bytes)
 
     # -- streams and pinned memory (gpukit.backends._cuda_streams) ---------------------------
     def stream(self) -> Any:

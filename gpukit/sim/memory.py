@@ -262,6 +262,16 @@ class DeviceArray:
         raise TypeError("cannot iterate over a device array on the host; copy it with "
                         "backend.to_host(array) first")
 
+    def _host_arithmetic(self, *other: Any) -> Any:
+        raise TypeError("arithmetic on a device array does not run on the host; compute in a "
+                        "kernel, or copy it with backend.to_host(array) first")
+
+    # without these, `numpy_array + device_array` would fail with numpy's unrelated complaint
+    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = _host_arithmetic
+    __truediv__ = __rtruediv__ = __floordiv__ = __rfloordiv__ = _host_arithmetic
+    __mod__ = __rmod__ = __pow__ = __rpow__ = __matmul__ = __rmatmul__ = _host_arithmetic
+    __neg__ = __pos__ = __abs__ = _host_arithmetic
+
     def host_view(self) -> np.ndarray:
         """A numpy view of the device storage (the simulator's own access; not a copy)."""
         buf = self.allocation.buffer()
@@ -329,6 +339,20 @@ class DeviceArray:
         extra = (view.__array_interface__["data"][0]
                  - probe.__array_interface__["data"][0])
         return DeviceArray(self._alloc, view.shape, view.strides, self.offset_bytes + extra)
+
+    def reshape(self, *shape: Any) -> DeviceArray:
+        """A view with another shape of a C-contiguous array (no copy on the device)."""
+        if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+            shape = tuple(shape[0])
+        shape = tuple(int(n) for n in shape)
+        if int(np.prod(shape, dtype=np.int64)) != self.size or self.layout != "C":
+            raise ValueError(f"cannot reshape a {self.shape} {self.layout}-order device array to "
+                             f"{shape}: sizes must match and the array must be C-contiguous")
+        strides, acc = [], self.itemsize
+        for n in reversed(shape):
+            strides.insert(0, acc)
+            acc *= max(n, 1)
+        return DeviceArray(self._alloc, shape, tuple(strides), self.offset_bytes)
 
     def __setitem__(self, key: Any, value: Any) -> None:
         raise TypeError("device arrays cannot be assigned on the host; use "

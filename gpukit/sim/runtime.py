@@ -258,7 +258,7 @@ def ld(arr: Any, idx: Any, m: Any, site: int) -> Any:
     if isinstance(arr, np.ndarray):  # a global numpy array: constant memory, as in Numba
         g = current()
         label = g.launch.site(site).text.split("[", 1)[0]
-        return constant_view(g, arr, label).load(g, idx, m, site)
+        return _widen(constant_view(g, arr, label).load(g, idx, m, site))
     if _vec(idx) or (isinstance(idx, tuple) and any(_vec(i) for i in idx)):
         g = current()
         raise g.error(UnsupportedKernelError, f"'{g.launch.site(site).text}': only arrays can be "
@@ -424,15 +424,14 @@ def _cast(dtype: np.dtype) -> Callable:
 
 
 def _numba_dtype(f: Any) -> np.dtype | None:
-    module = type(f).__module__ or ""
-    if not module.startswith("numba.core.types"):  # not a numba type (a dispatcher, say)
+    """The numpy dtype of a numba scalar type used as a cast (numba.float32(x)), else None."""
+    if not (type(f).__module__ or "").startswith("numba"):
         return None
-    from numba.core.errors import NumbaError
+    from numba.core import types
     from numba.np.numpy_support import as_dtype
-    try:
-        return as_dtype(f)
-    except (NumbaError, NotImplementedError, TypeError, ValueError):  # a type, not a dtype
+    if not isinstance(f, types.Number | types.Boolean):
         return None
+    return as_dtype(f)
 
 
 def _print(m: Any, *args: Any) -> None:
@@ -459,13 +458,13 @@ def call(f: Any, m: Any, site: int, *args: Any, **kwargs: Any) -> Any:
         return _print(m, *args)
     if isinstance(f, type) and issubclass(f, np.generic):
         return _cast(np.dtype(f))(*args)
-    dtype = _numba_dtype(f)
-    if dtype is not None:
-        return _cast(dtype)(*args)
     py_func = _device_python_function(f)
     if py_func is not None:
         from .kernel import device_function
         return device_function(py_func)(m, *args, **kwargs)
+    dtype = _numba_dtype(f)
+    if dtype is not None:
+        return _cast(dtype)(*args)
     with np.errstate(all="ignore"):
         return f(*args, **kwargs)
 
