@@ -79,6 +79,9 @@ class KernelError(GpukitError):
             where.append(f"{place}{self.lineno}")
         return f"{self.detail} [{', '.join(where)}]" if where else self.detail
 
+    def __str__(self) -> str:  # not OSError's, which KernelTimeoutError would use (.filename)
+        return self._format()
+
 
 class OutOfBoundsError(KernelError, IndexError):
     """A kernel indexed outside an array (negative indices included)."""

@@ -142,6 +142,17 @@ class _Bound:
 
 def _bind(backend: Any, kernel: SimKernel, args: tuple, launch: Launch) -> _Bound:
     bound = _Bound()
+    try:
+        return _bind_into(backend, kernel, args, launch, bound)
+    except BaseException:  # give back what the arguments bound so far took
+        backend.memory.host_budget.give_back(bound.shadow_bytes)
+        for _, device in bound.copy_back:
+            backend.free(device)
+        raise
+
+
+def _bind_into(backend: Any, kernel: SimKernel, args: tuple, launch: Launch,
+               bound: _Bound) -> _Bound:
     if len(args) != len(kernel.param_names):
         raise TypeError(f"kernel '{kernel.name}' takes {len(kernel.param_names)} arguments "
                         f"({', '.join(kernel.param_names)}), got {len(args)}")

@@ -216,6 +216,11 @@ def _syncthreads(m: Any, site: int) -> None:
 
 
 def _block_vote(m: Any, site: int, predicate: Any, name: str) -> Any:
+    if isinstance(predicate, (bool, np.bool_)) or getattr(predicate, "dtype", None) == np.bool_:
+        g = current()  # numba-cuda types these as (int32) -> int32: a bool does not compile
+        raise g.error(UnsupportedKernelError, f"cuda.{name} takes an integer predicate, not a "
+                      f"bool (numba-cuda would not compile it); write cuda.{name}(1 if ... else "
+                      "0)", _first(m), site)
     g, at = _barrier(m, site, f"cuda.{name}()")
     pred = np.broadcast_to(np.asarray(predicate).astype(bool), (g.size,))
     sel = pred if at is None else pred & at

@@ -103,6 +103,8 @@ def _write(flat, tid, blk, ph, site, tpb, atomic, w_tid, w_phase, w_atomic, w_si
             if rb == -1 or rb != b + 1 or (r_phase[f] == p and (r_multi[f] or rt != t)):
                 other = rt if rt != t else np.int64(r_other[f]) - 1
                 return k, other, r_site[f], False
+        if atomic and w == t and not w_atomic[f]:
+            continue  # keep this thread's plain write on record: other threads' atomics race it
         w_tid[f] = t + 1
         w_phase[f] = p
         w_atomic[f] = atomic

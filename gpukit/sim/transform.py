@@ -249,9 +249,18 @@ class _Compiler:
     def error(self, node: ast.AST, what: str) -> UnsupportedKernelError:
         return _unsupported(node, what, self.fn.name, self.filename)
 
-    def site(self, node: ast.AST) -> int:
+    def segment(self, node: ast.AST) -> str:
         text = ast.get_source_segment(self.source, node) or ast.unparse(node)
-        SITES.append(Site(node.lineno, " ".join(text.split()), self.filename, self.fn.name))
+        return " ".join(text.split())
+
+    def site(self, node: ast.AST) -> int:
+        if isinstance(node, ast.While):  # a loop is named by its header, not its whole body
+            text = f"while {self.segment(node.test)}:"
+        elif isinstance(node, ast.For):
+            text = f"for {self.segment(node.target)} in {self.segment(node.iter)}:"
+        else:
+            text = self.segment(node)
+        SITES.append(Site(node.lineno, text, self.filename, self.fn.name))
         self.sites.append(SITES[-1])
         return len(SITES) - 1
 
