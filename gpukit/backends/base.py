@@ -32,6 +32,18 @@ class Capabilities:
     total_memory_bytes: int
     features: frozenset[str] = frozenset()
 
+    @classmethod
+    def from_profile(cls, profile: Any, features: frozenset[str] = frozenset()) -> Capabilities:
+        """The capabilities of a `gpukit.devices.DeviceProfile` (its compute capability's limits)."""
+        cc = profile.cc
+        return cls(
+            warp_size=cc.warp_size, max_threads_per_block=cc.max_threads_per_block,
+            max_block_dim=cc.max_block_dim, max_grid_dim=cc.max_grid_dim,
+            shared_mem_per_block=cc.shared_mem_per_block,
+            shared_mem_per_block_optin=cc.shared_mem_per_block_optin,
+            compute_capability=profile.compute_capability, sm_count=profile.sm_count,
+            total_memory_bytes=profile.memory_bytes, features=features)
+
 
 @dataclass(frozen=True)
 class MemoryInfo:

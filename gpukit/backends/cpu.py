@@ -129,14 +129,7 @@ class CPUBackend(Backend):
         return True
 
     def capabilities(self) -> Capabilities:
-        cc = self.profile.cc
-        return Capabilities(
-            warp_size=cc.warp_size, max_threads_per_block=cc.max_threads_per_block,
-            max_block_dim=cc.max_block_dim, max_grid_dim=cc.max_grid_dim,
-            shared_mem_per_block=cc.shared_mem_per_block,
-            shared_mem_per_block_optin=cc.shared_mem_per_block_optin,
-            compute_capability=self.profile.compute_capability, sm_count=self.profile.sm_count,
-            total_memory_bytes=self.profile.memory_bytes, features=FEATURES)
+        return Capabilities.from_profile(self.profile, FEATURES)
 
     # -- memory ----------------------------------------------------------------------------
     def allocate(self, shape: Any, dtype: Any = "float32") -> DeviceArray:
