@@ -4,16 +4,15 @@ machine without a GPU, the kernel-making helpers, and, where a GPU exists, on th
 from __future__ import annotations
 
 import ast
-import os
 import subprocess
 import sys
 import types
 import warnings
-import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import numpy as np
 import pytest
+from cudasim_runner import run_checks
 
 import gpukit
 from gpukit.backends import _cuda_env
@@ -40,31 +39,17 @@ def _check_names() -> list[str]:
 @pytest.fixture(scope="session")
 def cudasim_run(tmp_path_factory):
     """Runs tests/cudasim/cuda_backend_checks.py once under NUMBA_ENABLE_CUDASIM=1."""
-    report = tmp_path_factory.mktemp("cudasim") / "report.xml"
-    env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "1"}
-    env.pop("GPUKIT_BACKEND", None)
-    command = [sys.executable, "-m", "pytest", str(CHECKS), "-q", "-p", "no:cacheprovider",
-               f"--junitxml={report}"]
-    proc = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True,
-                          timeout=600, check=False)
-    output = f"$ {' '.join(command)}\n{proc.stdout}\n{proc.stderr}"
-    if not report.exists():
-        pytest.fail(f"the simulator run wrote no report:\n{output}")
-    results: dict[str, list[tuple[str, str]]] = {}
-    for case in ET.parse(report).iter("testcase"):
-        problems = [(child.tag, f"{child.get('message', '')}\n{child.text or ''}")
-                    for child in case if child.tag in ("failure", "error", "skipped")]
-        results.setdefault(case.get("name", "").split("[")[0], []).extend(problems or [("", "")])
-    return results, output
+    return run_checks(CHECKS, tmp_path_factory.mktemp("cudasim"))
 
 
 @pytest.mark.cudasim
 @pytest.mark.parametrize("check", _check_names())
 def test_under_numba_simulator(cudasim_run, check):
     results, output = cudasim_run
-    if check not in results:
+    runs = {name: found for name, found in results.items() if name.split("[")[0] == check}
+    if not runs:
         pytest.fail(f"{check} did not run under the simulator; pytest output:\n{output}")
-    problems = [f"{tag}: {text}" for tag, text in results[check] if tag]
+    problems = [problem for found in runs.values() for problem in found]
     if problems:
         pytest.fail("\n".join(problems) + f"\n--- pytest output of the simulator run ---\n{output}")
 

@@ -4,15 +4,13 @@ compiling every kernel, and the CUDA backend under Numba's simulator (in a subpr
 
 from __future__ import annotations
 
-import os
-import subprocess
 import sys
 import types
-import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import numpy as np
 import pytest
+from cudasim_runner import run_checks
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
@@ -464,22 +462,7 @@ def test_every_kernel_compiles_with_numba_cuda():
 @pytest.fixture(scope="module")
 def cudasim_run(tmp_path_factory):
     """Runs tests/cudasim/ops_checks.py once under NUMBA_ENABLE_CUDASIM=1; {test: problems}."""
-    report = tmp_path_factory.mktemp("cudasim_ops") / "report.xml"
-    env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "1"}
-    env.pop("GPUKIT_BACKEND", None)
-    command = [sys.executable, "-m", "pytest", str(CHECKS), "-q", "-p", "no:cacheprovider",
-               f"--junitxml={report}"]
-    proc = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True,
-                          timeout=600, check=False)
-    output = f"$ {' '.join(command)}\n{proc.stdout}\n{proc.stderr}"
-    if not report.exists():
-        pytest.fail(f"the simulator run wrote no report:\n{output}")
-    results: dict[str, list[str]] = {}
-    for case in ET.parse(report).iter("testcase"):
-        problems = [f"{child.tag}: {child.get('message', '')}\n{child.text or ''}"
-                    for child in case if child.tag in ("failure", "error", "skipped")]
-        results.setdefault(case.get("name", ""), []).extend(problems)
-    return results, output
+    return run_checks(CHECKS, tmp_path_factory.mktemp("cudasim_ops"))
 
 
 @pytest.mark.cudasim

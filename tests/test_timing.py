@@ -5,15 +5,13 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import os
-import subprocess
-import sys
 import warnings
 from pathlib import Path
 
 import matplotlib
 import numpy as np
 import pytest
+from cudasim_runner import run_checks
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from numba import cuda
@@ -424,13 +422,10 @@ def test_plot_bandwidth_labels_each_series(be):
 
 
 # -- the CUDA backend's code paths under Numba's CUDA simulator ---------------------------------
+@pytest.mark.cudasim
 def test_cuda_code_paths_under_numba_simulator(tmp_path):
     """tests/cudasim/timing_checks.py in a subprocess with NUMBA_ENABLE_CUDASIM=1."""
-    env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "1"}
-    env.pop("GPUKIT_BACKEND", None)
-    command = [sys.executable, "-m", "pytest", str(ROOT / "tests" / "cudasim" / "timing_checks.py"),
-               "-q", "-p", "no:cacheprovider"]
-    proc = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True,
-                          timeout=600, check=False)
-    assert proc.returncode == 0, f"{proc.stdout}\n{proc.stderr}"
-    assert " passed" in proc.stdout and "skipped" not in proc.stdout
+    results, output = run_checks(ROOT / "tests" / "cudasim" / "timing_checks.py", tmp_path)
+    assert len(results) >= 9, f"too few checks ran:\n{output}"
+    failed = {name: problems for name, problems in results.items() if problems}
+    assert not failed, "\n".join(f"{n}: {p}" for n, ps in failed.items() for p in ps) + output
