@@ -1,0 +1,121 @@
+"""The notebooks' structure: exercises hold skeletons, not solutions; every exercise ends with a
+check(...) cell; exercise and solution notebooks are twins; notebooks import only gpukit's public
+API, numpy, numba and math, and are committed executed, without errors.
+
+Executing them is nbval's job (pytest --nbval notebooks/); these tests only read the files.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from gpukit.exercises import EXERCISES
+
+NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
+EXERCISE_DIR, SOLUTION_DIR = NOTEBOOKS / "exercises", NOTEBOOKS / "solutions"
+SKELETON_MARK, SOLUTION_MARK = "# YOUR CODE HERE", "# SOLUTION"
+CHECK_CELL = re.compile(r'^result = check\((\w+), "(\w+)"\)$')
+ALLOWED_IMPORTS = {"gpukit", "numpy", "numba", "math"}
+# Lines a skeleton may share with a solution without giving anything away.
+TRIVIAL = {"pass", "else:", "return", "cuda.syncthreads()"}
+
+EXERCISE_FILES = sorted(p.name for p in EXERCISE_DIR.glob("*.ipynb"))
+ALL_NOTEBOOKS = sorted(NOTEBOOKS.rglob("*.ipynb"))
+
+
+def _cells(path: Path) -> list[dict]:
+    return json.loads(path.read_text())["cells"]
+
+
+def _source(cell: dict) -> str:
+    return "".join(cell["source"])
+
+
+def _code(path: Path) -> list[str]:
+    return [_source(c) for c in _cells(path) if c["cell_type"] == "code"]
+
+
+def _outputs(cell: dict) -> str:
+    return "".join("".join(o.get("text", "")) for o in cell.get("outputs", []))
+
+
+def _statements(code: str) -> set[str]:
+    """Code lines without comments and blanks, stripped."""
+    lines = (line.split("#", 1)[0].strip() for line in code.splitlines())
+    return {line for line in lines if line}
+
+
+def test_twelve_exercises_with_solution_twins() -> None:
+    assert len(EXERCISE_FILES) >= 12
+    assert EXERCISE_FILES == sorted(p.name for p in SOLUTION_DIR.glob("*.ipynb"))
+    names = [re.fullmatch(r"\d\d_(\w+)\.ipynb", f).group(1) for f in EXERCISE_FILES]
+    assert sorted(names) == sorted(EXERCISES)
+
+
+@pytest.mark.parametrize("name", EXERCISE_FILES)
+def test_exercise_and_solution_end_with_a_check_cell(name: str) -> None:
+    exercise = re.fullmatch(r"\d\d_(\w+)\.ipynb", name).group(1)
+    for path in (EXERCISE_DIR / name, SOLUTION_DIR / name):
+        last = _cells(path)[-1]
+        assert last["cell_type"] == "code", f"{path} must end with its check(...) cell"
+        match = CHECK_CELL.match(_source(last).strip())
+        assert match and match.group(2) == exercise, _source(last)
+        assert match.group(1) in "".join(_code(path)[:-1]), "check() gets the kernel defined above"
+
+
+@pytest.mark.parametrize("name", EXERCISE_FILES)
+def test_exercise_holds_a_skeleton_and_no_solution(name: str) -> None:
+    exercise_code, solution_code = _code(EXERCISE_DIR / name), _code(SOLUTION_DIR / name)
+    skeletons = [i for i, c in enumerate(exercise_code) if c.startswith(SKELETON_MARK)]
+    solutions = [i for i, c in enumerate(solution_code) if c.startswith(SOLUTION_MARK)]
+    assert len(skeletons) == 1 and skeletons == solutions, "one marked kernel cell, same place"
+    k = skeletons[0]
+    # The twins differ only in the kernel cell.
+    assert exercise_code[:k] + exercise_code[k + 1:] == solution_code[:k] + solution_code[k + 1:]
+    assert SOLUTION_MARK not in "".join(exercise_code)
+    answer = _statements(solution_code[k]) - _statements(exercise_code[k]) - TRIVIAL
+    assert answer, "the solution must add code to the skeleton"
+    everything = set().union(*(_statements(c) for c in exercise_code))
+    leaked = answer & everything
+    assert not leaked, f"solution lines in the exercise notebook: {sorted(leaked)}"
+
+
+@pytest.mark.parametrize("name", EXERCISE_FILES)
+def test_stored_verdicts_fail_the_skeleton_and_pass_the_solution(name: str) -> None:
+    exercise = _outputs(_cells(EXERCISE_DIR / name)[-1])
+    solution = _outputs(_cells(SOLUTION_DIR / name)[-1])
+    assert "FAILED" in exercise and "PASSED" not in exercise, exercise
+    assert "PASSED all" in solution, solution
+
+
+@pytest.mark.parametrize("path", ALL_NOTEBOOKS, ids=lambda p: str(p.relative_to(NOTEBOOKS)))
+def test_notebook_is_executed_without_errors(path: Path) -> None:
+    for cell in _cells(path):
+        if cell["cell_type"] != "code":
+            continue
+        assert cell.get("execution_count"), f"unexecuted cell: {_source(cell)[:60]!r}"
+        kinds = {o["output_type"] for o in cell.get("outputs", [])}
+        assert "error" not in kinds, f"cell raised: {_source(cell)[:60]!r}"
+        streams = {o.get("name") for o in cell.get("outputs", []) if o["output_type"] == "stream"}
+        assert "stderr" not in streams, f"cell wrote to stderr: {_source(cell)[:60]!r}"
+
+
+@pytest.mark.parametrize("path", ALL_NOTEBOOKS, ids=lambda p: str(p.relative_to(NOTEBOOKS)))
+def test_notebook_imports_only_the_public_api(path: Path) -> None:
+    for code in _code(path):
+        for node in ast.walk(ast.parse(code)):
+            if isinstance(node, ast.Import):
+                modules = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                modules = [node.module or ""]
+            else:
+                continue
+            for module in modules:
+                assert module.split(".")[0] in ALLOWED_IMPORTS, module
+                assert not any(part.startswith("_") for part in module.split(".")), module
+                assert not module.startswith("gpukit.sim"), "the simulator's internals"
