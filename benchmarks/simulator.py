@@ -30,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from . import ops as ops_bench
 from . import report
 from .kernels import WORKLOADS, Case, Workload
 
@@ -348,8 +349,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(r.gpukit.profile)
     if not opts.no_write:
         command = " ".join(["python -m benchmarks.simulator", *argv])
+        ops_table = None
+        if not opts.quick and not opts.only:  # the ops table belongs to full runs
+            ops_table = report.markdown_table(ops_bench.HEADERS,
+                                              ops_bench.rows(log=lambda m: print(m, flush=True)))
         text = report.markdown(results, command, started, (load_before, report.load_average()),
-                               quick=opts.quick)
+                               quick=opts.quick, ops_table=ops_table)
         opts.output.write_text(text)
         print(f"\nwrote {opts.output}")
     failed = any(r.error for r in results)
