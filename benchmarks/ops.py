@@ -88,11 +88,6 @@ def rows(repeats: int = 3, log: Callable[[str], None] = lambda msg: None) -> lis
     return rows
 
 
-def main() -> int:
+if __name__ == "__main__":
     from .report import text_table
     print(text_table(HEADERS, rows(log=print)))
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

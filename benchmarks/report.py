@@ -179,8 +179,9 @@ METHOD = [
 
 
 def markdown(results: Sequence[Any], command: str, started: Any, loads: tuple[str, str],
-             quick: bool, ops_table: str | None = None) -> str:
-    """BENCHMARKS.md: the date, the machine, both tables, the method, any profiles."""
+             quick: bool, sections: Sequence[tuple[str, str, str]] = ()) -> str:
+    """BENCHMARKS.md: the date, the machine, both tables, the method, extra (title, intro,
+    table) sections, any profiles."""
     lines = [
         "# Benchmarks: gpukit's simulator and Numba's CUDA simulator", "",
         (f"Written by `{command}` on {started:%Y-%m-%d %H:%M} UTC; do not edit by hand, "
@@ -194,15 +195,8 @@ def markdown(results: Sequence[Any], command: str, started: Any, loads: tuple[st
         "## gpukit's side in detail", "",
         markdown_table(DETAIL_HEADERS, detail_rows(results)), "",
         "## How these numbers are made", "", *METHOD, ""]
-    if ops_table:
-        lines += ["## The operations of gpukit.ops at teaching sizes", "",
-                  ("float32 on the simulated T4 with every check on: the simulation's wall time "
-                  "(best of 3, after a warm-up) and the modeled GPU time of the same launches "
-                  "(launch overhead plus the larger of counted global bytes over bandwidth and "
-                  "declared flops over peak FP32; a model, not a measurement). The simulator's "
-                  "cost follows statements executed per thread, not GPU work: tiled gemm and "
-                  "masked (causal) attention cost it more, while the model shows tiling cutting "
-                  "global traffic."), "", ops_table, ""]
+    for title, intro, table in sections:
+        lines += [f"## {title}", "", intro, "", table, ""]
     profiled = [r for r in results if r.gpukit is not None and r.gpukit.profile]
     if profiled:
         lines += ["## Where gpukit's time goes (cProfile of one launch, by own time)", ""]
