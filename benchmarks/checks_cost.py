@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from .kernels import WORKLOADS
@@ -45,7 +46,7 @@ def rows(size: int = 1_000_000, repeats: int = 5,
         be = CPUBackend(checks=checks)
         args = [be.to_device(a) if hasattr(a, "shape") and a.ndim else a for a in case.args]
         kernel = be.compile_kernel(workload.kernel)
-        gpukit_s = _best(lambda: be.launch_kernel(kernel, case.grid, case.block, *args), repeats)
+        gpukit_s = _best(partial(be.launch_kernel, kernel, case.grid, case.block, *args), repeats)
         case.verify([be.to_host(args[i]) for i in case.outputs])
         table.append([label, f"{gpukit_s:.3g}", f"{numpy_s:.3g}", f"{gpukit_s / numpy_s:.0f}x"])
     return table

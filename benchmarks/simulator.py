@@ -336,17 +336,17 @@ def full_run_sections() -> list[tuple[str, str, str]]:
 
     return [
         ("The cost of the checks: a fast path for elementwise kernels",
-         "The stretch goal: within 20x of numpy for an elementwise kernel, saying which checks "
+         ("The stretch goal: within 20x of numpy for an elementwise kernel, saying which checks "
          "the fast path keeps. It is the same engine with fewer checks "
-         "(`CPUBackend(checks=...)`), on the 1,000,000-element `hypot_scale` kernel.",
+         "(`CPUBackend(checks=...)`), on the 1,000,000-element `hypot_scale` kernel."),
          report.markdown_table(checks_cost.HEADERS, checks_cost.rows(log=log))),
         ("The operations of gpukit.ops at teaching sizes",
-         "float32 on the simulated T4 with every check on: the simulation's wall time (best of "
+         ("float32 on the simulated T4 with every check on: the simulation's wall time (best of "
          "3, after a warm-up) and the modeled GPU time of the same launches (launch overhead "
          "plus the larger of counted global bytes over bandwidth and declared flops over peak "
          "FP32; a model, not a measurement). The simulator's cost follows the statements each "
          "thread executes, not GPU work: tiled gemm and masked (causal) attention cost it "
-         "more, while the model shows tiling cutting global traffic.",
+         "more, while the model shows tiling cutting global traffic."),
          report.markdown_table(ops_bench.HEADERS, ops_bench.rows(log=log))),
     ]
 
