@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..errors import UnsupportedKernelError
+from .calls import call
 from .intrinsics import SIM_CUDA
 from .runtime import HELPERS
 from .transform import Transformed, transform
@@ -51,7 +52,7 @@ def _rebind(value: Any) -> Any:
 
 def _bound_globals(func: types.FunctionType) -> dict[str, Any]:
     env = {name: _rebind(value) for name, value in func.__globals__.items()}
-    env.update(HELPERS)
+    env.update(HELPERS, _g_call=call)
     env.setdefault("__builtins__", func.__globals__.get("__builtins__", __builtins__))
     return env
 
