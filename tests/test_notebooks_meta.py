@@ -20,7 +20,7 @@ NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 EXERCISE_DIR, SOLUTION_DIR = NOTEBOOKS / "exercises", NOTEBOOKS / "solutions"
 SKELETON_MARK, SOLUTION_MARK = "# YOUR CODE HERE", "# SOLUTION"
 CHECK_CELL = re.compile(r'^result = check\((\w+), "(\w+)"\)$')
-ALLOWED_IMPORTS = {"gpukit", "numpy", "numba", "math"}
+ALLOWED_IMPORTS = {"gpukit", "numpy", "numba", "math", "matplotlib"}  # matplotlib: plots
 # Lines a skeleton may share with a solution without giving anything away.
 TRIVIAL = {"pass", "else:", "return", "cuda.syncthreads()"}
 
@@ -101,6 +101,8 @@ def test_notebook_is_executed_without_errors(path: Path) -> None:
         assert cell.get("execution_count"), f"unexecuted cell: {_source(cell)[:60]!r}"
         kinds = {o["output_type"] for o in cell.get("outputs", [])}
         assert "error" not in kinds, f"cell raised: {_source(cell)[:60]!r}"
+        if _source(cell).startswith("# NBVAL_IGNORE_OUTPUT"):
+            continue  # may show a warning on purpose: its text names a varying path
         streams = {o.get("name") for o in cell.get("outputs", []) if o["output_type"] == "stream"}
         assert "stderr" not in streams, f"cell wrote to stderr: {_source(cell)[:60]!r}"
 
