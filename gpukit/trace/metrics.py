@@ -61,7 +61,8 @@ class ThreadCounts:
         for name, c in self.counts.items():
             if name.endswith("atomics") and not c.any():
                 continue
-            rows.append([name.replace("_", " "), str(c.min(initial=0)), str(c.max(initial=0)),
+            low = int(c.min()) if c.size else 0  # min(initial=0) would always say 0
+            rows.append([name.replace("_", " "), str(low), str(c.max(initial=0)),
                          f"{c.sum():,}"])
         lines += _table(["", "min", "max", "total"], rows, "lrrr")
         return "\n".join(lines)
