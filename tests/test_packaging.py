@@ -218,3 +218,12 @@ def test_library_problems_reads_paths():
         "/opt/lib/libcudart.so.12 is not under site-packages of /env",
         "libnvvm was not loaded at all"]
 
+
+
+def test_import_gpukit_needs_only_numpy():
+    """DESIGN.md section 2: numba, CuPy, matplotlib and ipywidgets load where they are used."""
+    code = ("import sys, gpukit; heavy = {'numba', 'cupy', 'matplotlib', 'ipywidgets'}; "
+            "print(sorted(heavy & {m.split('.')[0] for m in sys.modules}))")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            check=True)
+    assert result.stdout.strip() == "[]"
