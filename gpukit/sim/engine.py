@@ -140,6 +140,10 @@ class _Bound:
         self.shadow_bytes = 0
 
 
+def _is_scalar(value: Any) -> bool:
+    return isinstance(value, (bool, int, float, complex, np.generic))
+
+
 def _bind(backend: Any, kernel: SimKernel, args: tuple, launch: Launch) -> _Bound:
     bound = _Bound()
     try:
@@ -189,7 +193,7 @@ def _bind_into(backend: Any, kernel: SimKernel, args: tuple, launch: Launch,
             estrides = tuple(s // arg.itemsize for s in arg.strides)
             bound.values.append(SimArray(alloc.buffer(), arg.shape, estrides,
                                          arg.element_offset(), name, init, shadow))
-        elif isinstance(arg, (bool, int, float, complex, np.generic)) or isinstance(arg, tuple) and all(isinstance(v, (int, float, np.generic)) for v in arg):
+        elif _is_scalar(arg) or (isinstance(arg, tuple) and all(map(_is_scalar, arg))):
             bound.values.append(arg)
         else:
             raise TypeError(
