@@ -498,3 +498,10 @@ def test_block_summary_lists_what_each_thread_did(be):
         "  thread (1, 0, 0): phase 0: reads a[9]; writes tile[1] | phase 1: reads tile[6]; "
         "writes out[9]\n"
         "  ... and 6 more threads")
+
+
+def test_block_diagram_displays_as_png_without_pyplot(be):
+    """plot_block's Figure shows as an image in a notebook even before pyplot is imported."""
+    a, b, out = be.to_device(f32(32)), be.to_device(f32(32)), be.allocate(32, np.float32)
+    record = be.launch_kernel(vadd, 1, 32, a, b, out, trace=True)
+    assert gt.plot_block(record.trace)._repr_png_().startswith(b"\x89PNG")

@@ -10,6 +10,7 @@ several did), written elements have a thick edge, and lines join threads to thei
 from __future__ import annotations
 
 import colorsys
+import io
 from typing import Any
 
 import numpy as np
@@ -116,6 +117,12 @@ def _rects(x: Any, y: Any, w: Any, h: Any) -> np.ndarray:
                      np.stack([x + w, y + h], -1), np.stack([x, y + h], -1)], 1)
 
 
+def _png(figure: Any) -> bytes:
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=72)  # small enough to store in notebooks
+    return buffer.getvalue()
+
+
 def plot_block(trace: Trace, block: Any = (0, 0, 0), *, phase: int | None = None,
                spaces: tuple[str, ...] = ("global", "shared", "const"),
                max_lines: int = 512, max_cells: int = 4096) -> Any:
@@ -144,6 +151,9 @@ def plot_block(trace: Trace, block: Any = (0, 0, 0), *, phase: int | None = None
     th_x = max([layouts[a].ncols for a in inputs], default=-GAP) + GAP
     out_x = th_x + th_w + GAP
     fig = Figure(figsize=(6, 4))
+    # Built without pyplot, so Jupyter would show only its text until pyplot is loaded: give it
+    # its own PNG representation.
+    fig._repr_png_ = lambda: _png(fig)
     ax = fig.add_subplot()
     grid_cells, stripes, stripe_colors, edges, texts = [], [], [], [], []
     centres: dict[tuple[int, int], tuple[float, float]] = {}
