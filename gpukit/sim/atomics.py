@@ -1,72 +1,120 @@
-"""Atomic read-modify-write on a buffer for a vector of lanes, as if applied one at a time.
+"""`cuda.atomic.*` in compiled kernels, with numba-cuda's semantics and the simulator's checks.
 
-Lanes that hit distinct elements are applied at once; lanes that share an element are applied in
-order (lane order, or a seeded shuffle under the "shuffle" schedule), and each gets the old value
-it would have seen. Adds and subtracts use a segmented prefix sum; other operations go round by
-round, one lane per element per round.
+Threads of a block run one at a time between sync points, so a read-modify-write is atomic by
+construction; what matters is doing exactly what numba-cuda's implementation does (float `max`
+and `min` leave the element alone when either value is NaN; `nanmax` and `nanmin` ignore a NaN
+operand and replace a NaN element; `inc` and `dec` wrap as CUDA's atomicInc/atomicDec) and
+recording each access as atomic for the race check.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
-
 import numpy as np
+from numba import types
+from numba.extending import overload
 
-_OPS: dict[str, Callable[..., Any]] = {
-    "add": lambda old, v: old + v,
-    "sub": lambda old, v: old - v,
-    "max": np.maximum,
-    "min": np.minimum,
-    "nanmax": np.fmax,
-    "nanmin": np.fmin,
-    "exch": lambda old, v: v,
-    "cas": lambda old, cmp, v: np.where(old == cmp, v, old),
-    "and_": lambda old, v: old & v,
-    "or_": lambda old, v: old | v,
-    "xor": lambda old, v: old ^ v,
-    "inc": lambda old, v: np.where(old >= v, 0, old + 1),
-    "dec": lambda old, v: np.where((old == 0) | (old > v), v, old - 1),
+from . import layout as L
+from .access import bounds_fail, touch
+from .lowlevel import addr_of
+
+# new value of the element from `old` and `v` (and `cmp` for cas); `old` is returned
+_UPDATE = {
+    "add": "old + v",
+    "sub": "old - v",
+    "and_": "old & v",
+    "or_": "old | v",
+    "xor": "old ^ v",
+    "exch": "v",
+    "inc": "DT(0) if old >= v else DT(old + DT(1))",
+    "dec": "v if (old == 0 or old > v) else DT(old - DT(1))",
+    "cas": "v if old == cmp else old",
 }
+_FLOAT_MINMAX = {
+    "max": "old if (old != old or v != v or not old < v) else v",
+    "min": "old if (old != old or v != v or not old > v) else v",
+    "nanmax": "old if v != v else (v if (old != old or old < v) else old)",
+    "nanmin": "old if v != v else (v if (old != old or old > v) else old)",
+}
+_INT_MINMAX = {"max": "max(old, v)", "min": "min(old, v)",
+               "nanmax": "max(old, v)", "nanmin": "min(old, v)"}
+OPS = tuple(_UPDATE) + tuple(_FLOAT_MINMAX)
 
-ATOMIC_OPS = tuple(_OPS)
+_CACHE: dict = {}
 
 
-def apply_atomic(buf: np.ndarray, op: str, flat: np.ndarray, operands: list, rng: Any
-                 ) -> np.ndarray:
-    """Apply `op` for every lane; return the old values in lane order."""
-    fn = _OPS[op]
-    n = len(flat)
-    with np.errstate(all="ignore"):
-        ops = [np.broadcast_to(np.asarray(o).astype(buf.dtype, copy=False), (n,)) for o in operands]
-        seq = rng.permutation(n) if rng is not None and n > 1 else np.arange(n)
-        order = seq[np.argsort(flat[seq], kind="stable")]  # by element, then by application order
-        fs = flat[order]
-        starts = np.flatnonzero(np.r_[True, fs[1:] != fs[:-1]])
-        old = np.empty(n, buf.dtype)
-        if len(starts) == n:  # no two lanes share an element
-            before = buf[flat]
-            buf[flat] = fn(before, *ops).astype(buf.dtype, copy=False)
-            return before
-        counts = np.diff(np.r_[starts, n])
-        if op in ("add", "sub"):
-            vals = ops[0][order]
-            if op == "sub":
-                vals = -vals if buf.dtype.kind != "u" else (0 - vals).astype(buf.dtype)
-            csum = np.cumsum(vals, dtype=buf.dtype)
-            seg_start = np.repeat(starts, counts)
-            offset = np.where(seg_start > 0, csum[seg_start - 1], 0).astype(buf.dtype)
-            excl = (csum - vals - offset).astype(buf.dtype)
-            base = np.repeat(buf[fs[starts]], counts)
-            old[order] = base + excl
-            totals = np.add.reduceat(vals, starts, dtype=buf.dtype)
-            buf[fs[starts]] = (buf[fs[starts]] + totals).astype(buf.dtype)
-            return old
-        rank = np.arange(n) - np.repeat(starts, counts)
-        for r in range(int(counts.max())):
-            sel = order[rank == r]
-            f = flat[sel]
-            before = buf[f]
-            old[sel] = before
-            buf[f] = fn(before, *(o[sel] for o in ops)).astype(buf.dtype, copy=False)
-        return old
+def _source(op: str, ndim: int, tuple_index: bool, is_float: bool) -> str:
+    args = ("c, obj, idx, cmp, val, site, d, n" if op == "cas"
+            else "c, obj, idx, val, site, d, n")
+    lines = [f"def impl({args}):",
+             "    bc = d[8] & CHECK_BOUNDS if d[0] >= 0 else c[CHECKS] & CHECK_BOUNDS",
+             "    addr = addr_of(obj)"]
+    for k in range(ndim):
+        src = f"idx[{k}]" if tuple_index else "idx"
+        lines += [f"    i{k} = np.int64({src})",
+                  f"    if i{k} < 0 or i{k} >= obj.shape[{k}]:",
+                  "        if bc:",
+                  f"            bounds_fail(c, site, {k}, i{k}, obj.shape[{k}])",
+                  f"        if i{k} < 0:",
+                  f"            i{k} += obj.shape[{k}]",
+                  f"    addr += i{k} * obj.strides[{k}]"]
+    index = ", ".join(f"i{k}" for k in range(ndim))
+    if op in _FLOAT_MINMAX:
+        update = (_FLOAT_MINMAX if is_float else _INT_MINMAX)[op]
+    else:
+        update = _UPDATE[op]
+    lines += ["    touch(c, site, d, addr, obj.itemsize, KIND_ATOMIC, False)",
+              "    c[ATOMIC_SEQ] += 1",
+              "    c[ACQUIRE_SEQ] = c[ATOMIC_SEQ]",
+              "    if c[FENCE_STAMP] != 0:",
+              "        release(c)",
+              "    v = DT(val)"]
+    if op == "cas":
+        lines.append("    cmp = DT(cmp)")
+    lines += [f"    old = obj[{index}]",
+              f"    obj[{index}] = {update}",
+              "    return old"]
+    return "\n".join(lines)
+
+
+def _impl(op: str, ary: types.Array, idx) -> object:
+    tuple_index = isinstance(idx, types.BaseTuple)
+    ndim = len(idx.types) if tuple_index else 1
+    is_float = isinstance(ary.dtype, types.Float)
+    key = (op, ndim, tuple_index, ary.dtype)
+    if key not in _CACHE:
+        from .sync import release
+        namespace = {"np": np, "addr_of": addr_of, "bounds_fail": bounds_fail, "touch": touch,
+                     "release": release, "DT": ary.dtype, "CHECKS": L.CHECKS,
+                     "CHECK_BOUNDS": L.CHECK_BOUNDS, "KIND_ATOMIC": L.KIND_ATOMIC,
+                     "ATOMIC_SEQ": L.ATOMIC_SEQ, "ACQUIRE_SEQ": L.ACQUIRE_SEQ,
+                     "FENCE_STAMP": L.FENCE_STAMP}
+        source = _source(op, ndim, tuple_index, is_float)
+        exec(compile(source, f"<gpukit atomic.{op}>", "exec"), namespace)  # noqa: S102
+        _CACHE[key] = namespace["impl"]
+    return _CACHE[key]
+
+
+def _make(op: str):
+    if op == "cas":
+        def stub(c, obj, idx, cmp, val, site, d, n):
+            """cuda.atomic.cas in a kernel."""
+
+        @overload(stub, jit_options={'forceinline': True})
+        def _ol(c, obj, idx, cmp, val, site, d, n):
+            if isinstance(obj, types.Array):
+                return _impl(op, obj, idx)
+            return None
+    else:
+        def stub(c, obj, idx, val, site, d, n):
+            """cuda.atomic.<op> in a kernel."""
+
+        @overload(stub, jit_options={'forceinline': True})
+        def _ol(c, obj, idx, val, site, d, n):
+            if isinstance(obj, types.Array):
+                return _impl(op, obj, idx)
+            return None
+    stub.__name__ = stub.__qualname__ = f"atomic_{op}"
+    return stub
+
+
+ATOMICS = {op: _make(op) for op in OPS}

@@ -1,158 +1,169 @@
-"""Kernels for the simulator: bind a Numba CUDA kernel's `cuda` to the simulator and compile it.
+"""A kernel compiled for the simulator: `SimKernel`.
 
-The kernel's module globals are copied when the kernel is compiled (as Numba captures them) and,
-like its closure cells, every reference to the `numba.cuda` module, to the `numba` package, or to
-a function imported from `numba.cuda` is replaced by the simulator's stand-in. Nothing process-wide
-is patched: the same function still compiles with numba-cuda for a real GPU.
+It reads and rewrites the kernel once (`compiler.KernelBuilder`), builds the compiled functions
+when first launched, and remembers which argument types numba-cuda's typing accepted. It holds
+no device state: launches are run by `gpukit.sim.launch`.
 """
 
 from __future__ import annotations
 
-import types
-import weakref
-from collections.abc import Callable
+import ast
+import math
+import types as pytypes
 from typing import Any
 
+import numba
+
 from ..errors import UnsupportedKernelError
-from .calls import call
-from .intrinsics import SIM_CUDA
-from .runtime import HELPERS
-from .transform import Transformed, transform
+from . import names
+from .compiler import _JIT, MAX_RECURSIVE_FRAME, RUNTIME, KernelBuilder, driver_source
+from .transform import Unit
 
 
-class _NumbaProxy:
-    """`numba` as a kernel sees it: `numba.cuda` is the simulator's, the rest is numba's own."""
-
-    def __init__(self, numba: types.ModuleType):
-        self._numba = numba
-
-    def __getattr__(self, name: str) -> Any:
-        if name == "cuda":
-            return SIM_CUDA
-        return getattr(self._numba, name)
-
-
-def _rebind(value: Any) -> Any:
-    """The simulator's stand-in for `value` if it is numba.cuda or a piece of it, else value."""
-    if isinstance(value, types.ModuleType):
-        if value.__name__ == "numba.cuda":
-            return SIM_CUDA
-        if value.__name__ == "numba":
-            return _NumbaProxy(value)
-        return value
-    module = getattr(value, "__module__", None) or ""
-    if module.startswith("numba.cuda") and not hasattr(value, "py_func"):
-        name = getattr(value, "__name__", None)
-        if name and name in dir(SIM_CUDA):
-            return getattr(SIM_CUDA, name)
-        if name in ("threadIdx", "blockIdx", "blockDim", "gridDim"):
-            return getattr(type(SIM_CUDA), name).fget(SIM_CUDA)
-    return value
-
-
-def _bound_globals(func: types.FunctionType) -> dict[str, Any]:
-    env = {name: _rebind(value) for name, value in func.__globals__.items()}
-    env.update(HELPERS, _g_call=call)
-    env.setdefault("__builtins__", func.__globals__.get("__builtins__", __builtins__))
-    return env
-
-
-def instantiate(func: types.FunctionType, is_device: bool) -> tuple[Transformed, Callable]:
-    """Transform `func` and build the callable with rebound globals and closure cells."""
-    tr = transform(func, is_device=is_device)
-    env = _bound_globals(func)
-    exec(tr.code, env)  # noqa: S102 - our own generated code; defines _g_factory in env
-    cells = []
-    for name, cell in zip(func.__code__.co_freevars, func.__closure__ or ()):
-        try:
-            cells.append(_rebind(cell.cell_contents))
-        except ValueError:  # an empty cell: the closure variable was never assigned
-            raise UnsupportedKernelError(
-                f"kernel '{func.__name__}' uses the closure variable '{name}' before it is set",
-                kernel=func.__name__) from None
-    return tr, env["_g_factory"](*cells)
-
-
-_DEVICE_CACHE: weakref.WeakKeyDictionary[Any, tuple[Transformed, Callable]] = \
-    weakref.WeakKeyDictionary()
-
-
-def device_function(py_func: types.FunctionType) -> Callable:
-    """The simulator version of a device function: called as fn(mask, *args)."""
-    entry = _DEVICE_CACHE.get(py_func)
-    if entry is None:
-        entry = _DEVICE_CACHE[py_func] = instantiate(py_func, is_device=True)
-    return entry[1]
-
-
-def python_function(kernel: Any) -> types.FunctionType:
-    """The Python function of a kernel given as a function, a numba dispatcher or a SimKernel."""
+def python_function(kernel: Any) -> pytypes.FunctionType:
+    """The Python function of a kernel given as a function or a numba(-cuda) dispatcher."""
     func = getattr(kernel, "py_func", kernel)
-    if not isinstance(func, types.FunctionType):
-        raise TypeError(
-            f"a kernel must be a Python function (optionally decorated with @cuda.jit), not "
-            f"{type(kernel).__name__}")
+    if not isinstance(func, pytypes.FunctionType):
+        raise TypeError(f"a kernel must be a Python function (optionally decorated with "
+                        f"@cuda.jit), not {type(kernel).__name__}")
     return func
 
 
 class SimKernel:
-    """A kernel compiled for the simulator. Launch with kernel[grid, block](*args)."""
+    """A Numba CUDA kernel, rewritten and compiled for the simulator."""
 
-    def __init__(self, func: Any, backend: Any, signature: Any = None):
+    def __init__(self, func: Any, signature: Any = None):
         self.py_func = python_function(func)
-        self.backend = backend
-        self.signature = signature
         self.name = self.py_func.__name__
-        self.__name__ = self.name
-        self.__doc__ = self.py_func.__doc__
-        self.transformed, self.fn = instantiate(self.py_func, is_device=False)
-        self.param_names = self.py_func.__code__.co_varnames[:self.py_func.__code__.co_argcount]
+        self.signature = signature
+        code = self.py_func.__code__
+        self.param_names = code.co_varnames[:code.co_argcount]
+        builder = KernelBuilder(self.py_func)
+        self.unit = builder.kernel()
+        self.units = builder.units()
+        build = builder.build
+        self.sites = build.sites
+        self.slots = build.slots
+        self.static_shared_bytes = build.static_shared_bytes
+        self.dynamic_shared = build.dynamic_shared
+        self.uses_fences = build.uses_fences
+        self.print_strings = build.print_strings
+        self.site_slots = build.site_slots
+        self.local_slot = build.local_slot
+        self.generator = self.unit.generator
+        self.local_kernel_bytes = self.unit.frame_bytes
+        self.local_bytes = self.unit.frame_bytes + _call_depth(self.unit, ())
+        self.param_usage = param_usage(self.unit, self.param_names)
+        self._driver: Any = None
+        self.checked_signatures: set = set()
 
-    def __getitem__(self, config: Any) -> _Launcher:
-        if not isinstance(config, tuple) or not 2 <= len(config) <= 4:
-            from ..errors import LaunchConfigError
-            raise LaunchConfigError(
-                f"launch a kernel as kernel[grid, block](...) or kernel[grid, block, stream, "
-                f"dynamic_shared_bytes](...), got kernel[{config!r}]")
-        grid, block, *rest = config
-        stream = rest[0] if rest else 0
-        dynamic = rest[1] if len(rest) > 1 else 0
-        return _Launcher(self, grid, block, stream, dynamic)
-
-    def __call__(self, *args: Any) -> None:
-        from ..errors import LaunchConfigError
-        raise LaunchConfigError(
-            f"kernel '{self.name}' needs a launch configuration: kernel[grid, block](...)")
-
-    def occupancy(self, block: Any, device: Any = None, args: Any = None,
-                  dynamic_shared_bytes: int = 0) -> Any:
-        """Theoretical occupancy of this kernel at `block` threads on `device`.
-
-        Registers and static shared memory come from ptxas (the `inspect` extra) for the
-        signature given at compile time or of `args`.
-        """
-        from ..inspect import kernel_occupancy
-        signature = self.signature if args is None else tuple(args)
-        if signature is None:
-            raise TypeError(f"kernel '{self.name}' has no signature: pass args=(...) or compile "
-                            "it with a signature")
-        return kernel_occupancy(self, block, device or self.backend.profile, signature,
-                                dynamic_shared_bytes=dynamic_shared_bytes)
+    # -- compiled code -----------------------------------------------------------------------
+    @property
+    def driver(self) -> Any:
+        """The compiled function that runs a launch (built on first use)."""
+        if self._driver is None:
+            self._driver = _compile(self)
+        return self._driver
 
     def explain(self) -> str:
-        """The lock-step Python the simulator runs for this kernel (for the curious)."""
-        return self.transformed.source
+        """The Python the simulator compiles for this kernel and its device functions."""
+        parts = [u.source for u in self.units]
+        parts.append(driver_source(list(self.param_names), self.generator, len(self.slots)))
+        return "\n\n".join(parts)
 
     def __repr__(self) -> str:
-        return f"<gpukit kernel '{self.name}' on {self.backend.name}>"
+        return f"<gpukit simulator kernel '{self.name}'>"
 
 
-class _Launcher:
-    def __init__(self, kernel: SimKernel, grid: Any, block: Any, stream: Any, dynamic: Any):
-        self.kernel, self.grid, self.block = kernel, grid, block
-        self.stream, self.dynamic = stream, dynamic
+def _call_depth(unit: Unit, active: tuple) -> int:
+    """Bytes of local memory the deepest chain of calls below `unit` needs."""
+    deepest = 0
+    for callee in unit.calls:
+        if callee in active or callee is unit:
+            return MAX_RECURSIVE_FRAME
+        deepest = max(deepest, callee.frame_bytes + _call_depth(callee, (*active, unit)))
+    return min(deepest, MAX_RECURSIVE_FRAME)
 
-    def __call__(self, *args: Any) -> None:
-        self.kernel.backend.launch_kernel(self.kernel, self.grid, self.block, *args,
-                                          stream=self.stream,
-                                          dynamic_shared_bytes=self.dynamic)
+
+def _compile(kernel: SimKernel) -> Any:
+    compiled: dict[str, Any] = {}
+    functions = []
+    for unit in kernel.units:
+        namespace = dict(RUNTIME)
+        for key, value in unit.namespace.items():
+            namespace[key] = value
+        namespace.setdefault("math", math)
+        code = compile(unit.source, f"<gpukit {kernel.name}: {unit.py_func.__name__}>", "exec")
+        exec(code, namespace)  # noqa: S102 - the rewritten kernel
+        options = dict(_JIT)
+        if unit.is_kernel and not unit.generator:
+            options["inline"] = "always"
+        compiled[unit.name] = numba.njit(**options)(namespace[unit.name])
+        functions.append((unit, namespace))
+    for unit, namespace in functions:  # units call each other by their generated names
+        for key, value in list(namespace.items()):
+            if isinstance(value, Unit):
+                namespace[key] = compiled[value.name]
+        namespace[unit.name] = compiled[unit.name]
+    namespace = dict(RUNTIME)
+    namespace["_g_kernel"] = compiled[kernel.unit.name]
+    source = driver_source(list(kernel.param_names), kernel.generator, len(kernel.slots))
+    exec(compile(source, f"<gpukit {kernel.name}: driver>", "exec"), namespace)  # noqa: S102
+    return numba.njit(**_JIT)(namespace["_g_drive"])
+
+
+def param_usage(unit: Unit, params: tuple[str, ...]) -> dict[str, tuple[bool, bool]]:
+    """For each parameter: (may be read, may be written) through it, conservatively.
+
+    Element reads and writes count; so does passing it to any call but len(), aliasing it, or
+    taking a view of it, since the callee or the alias may read and write.
+    """
+    tree = ast.parse(_original_source(unit))
+    usage = {p: [False, False] for p in params}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Subscript):
+            root = _root(node)
+            if root in usage:
+                usage[root][0 if isinstance(node.ctx, ast.Load) else 1] = True
+        elif isinstance(node, ast.AugAssign) and _root(node.target) in usage:
+            usage[_root(node.target)] = [True, True]
+        elif isinstance(node, ast.Call):
+            func = node.func
+            if isinstance(func, ast.Name) and func.id == "len":
+                continue
+            for arg in list(node.args) + [k.value for k in node.keywords]:
+                root = _root(arg)
+                if root in usage and not isinstance(arg, ast.Attribute):
+                    usage[root] = [True, True]
+        elif isinstance(node, (ast.Assign, ast.For)):
+            value = node.value if isinstance(node, ast.Assign) else node.iter
+            for sub in ast.walk(value):
+                if isinstance(sub, ast.Name) and sub.id in usage:
+                    usage[sub.id][0] = True
+                    if not _is_element_or_attr(value, sub.id):
+                        usage[sub.id][1] = True
+    return {p: (r, w) for p, (r, w) in usage.items()}
+
+
+def _original_source(unit: Unit) -> str:
+    from .source import read_function
+    return ast.unparse(read_function(unit.py_func).tree)
+
+
+def _root(node: ast.AST) -> str | None:
+    while isinstance(node, (ast.Subscript, ast.Attribute)):
+        node = node.value
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def _is_element_or_attr(value: ast.expr, name: str) -> bool:
+    """Whether every use of `name` in `value` is an attribute or a subscript of it whose result
+    feeds arithmetic (not a bare alias or view assigned whole)."""
+    if isinstance(value, ast.Name) and value.id == name:
+        return False
+    if isinstance(value, ast.Subscript) and _root(value) == name:
+        return False  # may be a view
+    return True
+
+
+__all__ = ["SimKernel", "UnsupportedKernelError", "names", "python_function"]

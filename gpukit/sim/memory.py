@@ -74,6 +74,8 @@ class Allocation:
         # None: every element written. Otherwise a bool mask, also materialised lazily.
         self._all_initialized = initialized
         self._init_mask: np.ndarray | None = None
+        self._writers: np.ndarray | None = None  # race records (see gpukit.sim.access)
+        self._readers: np.ndarray | None = None
 
     def buffer(self) -> np.ndarray:
         """The flat storage, materialised (zero pages, committed by the OS on first write)."""
@@ -91,6 +93,24 @@ class Allocation:
             self._init_mask = np.zeros(self.count, bool)
         return self._init_mask
 
+    def race_records(self, with_readers: bool) -> tuple[np.ndarray, np.ndarray | None]:
+        """The writer (and, when asked, reader) records of the race check: 8 bytes per element
+        each, kept for the allocation's life and invalidated by stamps, not by zeroing."""
+        if self._writers is None:
+            self.memory.host_budget.take(self.count * 8, "the race check's writer records "
+                                         "(or pass checks={'races': False})")
+            self._writers = np.zeros(self.count, np.uint64)
+        if with_readers and self._readers is None:
+            self.memory.host_budget.take(self.count * 8, "the race check's reader records "
+                                         "(or pass checks={'races': False})")
+            self._readers = np.zeros(self.count, np.uint64)
+        return self._writers, self._readers
+
+    def clear_race_records(self) -> None:
+        for records in (self._writers, self._readers):
+            if records is not None:
+                records[:] = 0
+
     def mark_all_initialized(self) -> None:
         if self._init_mask is not None:
             self.memory.host_budget.give_back(self.count)
@@ -101,7 +121,10 @@ class Allocation:
             self.memory.host_budget.give_back(self.nbytes)
         if self._init_mask is not None:
             self.memory.host_budget.give_back(self.count)
-        self._buffer = self._init_mask = None
+        for records in (self._writers, self._readers):
+            if records is not None:
+                self.memory.host_budget.give_back(self.count * 8)
+        self._buffer = self._init_mask = self._writers = self._readers = None
         self.freed = True
 
 
@@ -129,6 +152,7 @@ class DeviceMemory:
         self.live: dict[int, Allocation] = {}
         self.used_bytes = 0
         self.transfers: list[TransferRecord] = []
+        self.race_stamp = 0  # the latest stamp of the race check's records (gpukit.sim.access)
 
     @property
     def free_bytes(self) -> int:

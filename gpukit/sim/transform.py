@@ -1,428 +1,1151 @@
-"""Rewrite a kernel's Python source into lock-step code over all threads of a group of blocks.
+"""Rewrite a kernel (or device function) into Python that Numba compiles for the simulator.
 
-Every value a thread computes becomes a numpy vector with one lane per thread (or stays a plain
-scalar while all threads agree). Control flow becomes masks: an `if` runs its body for the lanes
-whose condition holds, loops run until no lane wants another iteration, and `return`, `break` and
-`continue` retire lanes from the mask. Array reads and writes, calls, integer division and short
-circuits go through the runtime (`gpukit.sim.runtime`), which applies the mask and the checks.
+The rewritten function keeps the learner's code: Numba types and computes it exactly as for the
+GPU. What changes:
 
-The generated functions keep the original file name and line numbers, so tracebacks and error
-messages point at the learner's own lines. What Python constructs a kernel may not use is listed in
-`gpukit.sim.expressions.UNSUPPORTED`; anything else is rejected at compile time with the line that uses it.
+- every function takes the launch context `_g_c` first;
+- `numba.cuda` intrinsics become calls of the simulator's (`gpukit.sim.intrinsics`, `atomics`),
+  array subscripts become checked `_g_ld`/`_g_st` (`gpukit.sim.access`), integer `//`, `%` and
+  `divmod` check for zero, loops poll the watchdog, `print` records what it prints;
+- values read from memory carry a defined-flag: a variable `x` gets `x__d`, and a value that was
+  never written is reported where it is stored, branched on, used as an index or passed on
+  (reading it and throwing it away is no error, as on a GPU);
+- in kernels with sync points (barriers, warp intrinsics), each sync call becomes: leave the
+  operands (`_g_put`), `yield` the site, read the result. Calls of device functions that contain
+  sync points are inlined, so only the kernel itself is a generator.
+Shared, local and constant arrays are laid out here, at compile time, as on a GPU.
 """
 
 from __future__ import annotations
 
 import ast
-import inspect
-import textwrap
-from collections.abc import Callable
+import copy
+import types as pytypes
 from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
 
 from ..errors import UnsupportedKernelError
-from .expressions import (
-    _CHECKED_OPS,
-    RV,
-    UNSUPPORTED,
-    Expr,
-    M,
-    P,
-    R,
-    _assign,
-    _call,
-    _name,
-    _unsupported,
-)
+from . import layout as L
+from . import names
+from .source import FunctionSource, Site, Sites, read_function
+
+P = "_g_"
+CTX = P + "c"
+_ARRAY_ATTRS = {"shape", "size", "ndim", "dtype", "strides", "T", "flat", "real", "imag",
+                "itemsize", "nbytes", "x", "y", "z"}
+
+
+def _name(id_: str) -> ast.Name:
+    return ast.Name(id=id_, ctx=ast.Load())
+
+
+def _store(id_: str) -> ast.Name:
+    return ast.Name(id=id_, ctx=ast.Store())
+
+
+def _call(func: str, *args: ast.expr, keywords: list | None = None) -> ast.Call:
+    return ast.Call(func=_name(func), args=list(args), keywords=keywords or [])
+
+
+def _const(value: Any) -> ast.Constant:
+    return ast.Constant(value=value)
+
+
+def _assign(target: str, value: ast.expr) -> ast.Assign:
+    return ast.Assign(targets=[_store(target)], value=value)
+
+
+def _and(*values: ast.expr) -> ast.expr:
+    values = [v for v in values if not (isinstance(v, ast.Constant) and v.value is True)]
+    if not values:
+        return _const(True)
+    if len(values) == 1:
+        return values[0]
+    return ast.BoolOp(op=ast.And(), values=list(values))
+
+
+# -- what a kernel's compilation collects -------------------------------------------------------
+@dataclass
+class SlotSpec:
+    """A memory slot known at compile time (see layout's slot table)."""
+
+    kind: str  # "param", "shared", "dynamic_shared", "local"
+    label: str
+    param: int = -1  # for "param": the argument's position
+    offset: int = 0  # for shared: bytes into the block's shared memory
+    shape: tuple[int, ...] = ()
+    dtype: Any = None
+    nbytes: int = 0
 
 
 @dataclass
-class Site:
-    """A place in the kernel source that the runtime may report: its line and its text."""
+class Unit:
+    """One compiled function of a kernel: the kernel itself or a device function."""
 
-    lineno: int
-    text: str
-    filename: str
-    function: str
-    label: str | None = None  # the variable an array declared here is assigned to
-
-
-# Every site of every transformed function; the generated code refers to sites by index here.
-SITES: list[Site] = []
+    py_func: pytypes.FunctionType
+    name: str  # its name in the generated code
+    is_kernel: bool
+    source: str = ""
+    namespace: dict = field(default_factory=dict)
+    frame_bytes: int = 0  # its own local arrays
+    generator: bool = False
+    calls: list[Unit] = field(default_factory=list)
 
 
 @dataclass
-class Transformed:
-    """A kernel or device function rewritten for the simulator."""
+class Build:
+    """Everything collected while rewriting one kernel and the functions it calls."""
 
-    name: str
-    filename: str
-    firstlineno: int
-    is_device: bool
-    source: str  # the generated Python source, for debugging (`explain`)
-    code: object  # compiled factory module code
-    freevars: tuple[str, ...]
-    sites: list[Site] = field(default_factory=list)
-    written: frozenset[str] = frozenset()  # parameters the function may write through
+    sites: Sites = field(default_factory=Sites)
+    slots: list[SlotSpec] = field(default_factory=list)
+    units: dict = field(default_factory=dict)  # py_func -> Unit
+    static_shared_bytes: int = 0
+    dynamic_shared: bool = False
+    uses_fences: bool = False
+    print_strings: dict = field(default_factory=dict)  # (site, arg) -> literal text
+    local_slot: int = -1  # the slot of the local-memory arena
+    site_slots: dict = field(default_factory=dict)  # site -> slot, where the transform knows it
+    counter: int = 0
 
-
-_ATOMIC_NAMES = {"add", "sub", "max", "min", "nanmax", "nanmin", "exch", "cas",
-                 "compare_and_swap", "and_", "or_", "xor", "inc", "dec"}
-_PURE_BUILTINS = {"len", "min", "max", "abs", "int", "float", "bool", "round", "range", "print"}
-
-
-def _root(node: ast.expr) -> str | None:
-    while isinstance(node, (ast.Subscript, ast.Attribute)):
-        node = node.value
-    return node.id if isinstance(node, ast.Name) else None
-
-
-def _written_names(fn: ast.FunctionDef) -> frozenset[str]:
-    """Names the function may write array elements through (conservatively).
-
-    Element stores, atomics, arguments of calls to plain-named functions (device functions may
-    write), and aliases all count. The simulator skips race bookkeeping for arrays that no
-    parameter writes, since a race needs a write.
-    """
-    names: set[str] = set()
-    for node in ast.walk(fn):
-        if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store):
-            names.add(_root(node) or "")
-        elif isinstance(node, ast.Call):
-            func = node.func
-            if isinstance(func, ast.Attribute) and func.attr in _ATOMIC_NAMES and node.args \
-                    and isinstance(func.value, ast.Attribute) and func.value.attr == "atomic":
-                names.add(_root(node.args[0]) or "")
-            elif isinstance(func, ast.Name) and func.id not in _PURE_BUILTINS:
-                names.update(_root(a) or "" for a in node.args)
-        elif isinstance(node, ast.Assign) and isinstance(node.value, ast.Name):
-            names.add(node.value.id)
-    return frozenset(names - {""})
-
-
-def _retires(nodes: list[ast.stmt], depth: int = 0) -> bool:
-    """Whether these statements can retire lanes of the enclosing block: a `return` anywhere, or a
-    `break`/`continue` that is not inside a nested loop."""
-    for node in nodes:
-        if isinstance(node, ast.Return):
-            return True
-        if isinstance(node, (ast.Break, ast.Continue)) and depth == 0:
-            return True
-        if isinstance(node, (ast.For, ast.While)) and _retires(node.body, depth + 1):
-            return True
-        if isinstance(node, ast.If) and (_retires(node.body, depth)
-                                         or _retires(node.orelse, depth)):
-            return True
-    return False
-
-
-class _Compiler:
-    """Compiles one function body into masked statements."""
-
-    def __init__(self, fn: ast.FunctionDef, filename: str, source: str, is_device: bool):
-        self.fn = fn
-        self.filename = filename
-        self.source = source
-        self.is_device = is_device
-        self.sites: list[Site] = []
-        self.counter = 0
-        self.loops: list[tuple[str, str]] = []  # (broken lanes var, continued lanes var)
-        self.expr = Expr(self)
-
-    # -- helpers ---------------------------------------------------------------------------
     def fresh(self, base: str) -> str:
         self.counter += 1
         return f"{P}{base}{self.counter}"
 
-    def error(self, node: ast.AST, what: str) -> UnsupportedKernelError:
-        return _unsupported(node, what, self.fn.name, self.filename)
+    def slot(self, spec: SlotSpec) -> int:
+        self.slots.append(spec)
+        return len(self.slots) - 1
 
-    def segment(self, node: ast.AST) -> str:
-        text = ast.get_source_segment(self.source, node) or ast.unparse(node)
-        return " ".join(text.split())
 
-    def site(self, node: ast.AST) -> int:
-        if isinstance(node, ast.While):  # a loop is named by its header, not its whole body
-            text = f"while {self.segment(node.test)}:"
-        elif isinstance(node, ast.For):
-            text = f"for {self.segment(node.target)} in {self.segment(node.iter)}:"
-        else:
-            text = self.segment(node)
-        SITES.append(Site(node.lineno, text, self.filename, self.fn.name))
-        self.sites.append(SITES[-1])
-        return len(SITES) - 1
+# -- static evaluation of names ---------------------------------------------------------------
+class _Static:
+    """An attribute chain or name that resolved, at compile time, to `obj`."""
 
-    def e(self, node: ast.expr) -> ast.expr:
-        return self.expr.visit(node)
+    def __init__(self, obj: Any, path: str):
+        self.obj = obj
+        self.path = path
 
-    def tick(self, node: ast.AST) -> ast.stmt:
-        return ast.Expr(_call(P + "tick", ast.Constant(self.site(node))))
 
-    # -- blocks ----------------------------------------------------------------------------
-    def block(self, stmts: list[ast.stmt]) -> list[ast.stmt]:
-        """Compile a list of statements; after one that can retire lanes, guard the rest."""
+def _has_sync_call(node: ast.AST, resolve) -> bool:
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Call):
+            obj = resolve(sub.func)
+            if obj is not None:
+                spec = names.intrinsic(obj.obj)
+                if spec is not None and spec.category == "sync":
+                    return True
+    return False
+
+
+class UnitRewriter:
+    """Rewrites one function's body. `prefix` is set when inlining it into a caller."""
+
+    def __init__(self, build: Build, func: pytypes.FunctionType, *, is_kernel: bool,
+                 param_slots: dict[str, int] | None = None, prefix: str = "",
+                 generator: bool = False, frame: str | None = None):
+        self.build = build
+        self.func = func
+        self.src: FunctionSource = read_function(func)
+        self.fn = self.src.tree
+        self.is_kernel = is_kernel
+        self.prefix = prefix
+        self.generator = generator
+        self.frame = frame  # the expression naming this function's local frame
+        self.namespace: dict[str, Any] = {}
+        self.frame_bytes = 0
+        self.calls: list[Unit] = []
+        args = self.fn.args
+        if args.vararg or args.kwarg or args.kwonlyargs or args.posonlyargs:
+            raise self._unsupported(self.fn, "*args, **kwargs and keyword-only parameters")
+        self.params = [a.arg for a in args.args]
+        self.locals = set(self.params) | _assigned_names(self.fn)
+        assigned_once = _assigned_once(self.fn)
+        self.hints: dict[str, int] = {}
+        self.counters: list[tuple[int, int, str]] = []  # (site, space, variable)
+        for name, slot in (param_slots or {}).items():
+            if name not in assigned_once and name not in _assigned_names(self.fn):
+                self.hints[name] = slot
+        self.tracked = sorted(_assigned_names(self.fn) - set(self.params))
+        self._assigned_once = assigned_once
+        self._resolved: dict[str, Any] = {}
+
+    # -- names ----------------------------------------------------------------------------
+    def local(self, name: str) -> str:
+        return self.prefix + name if self.prefix else name
+
+    def dname(self, name: str) -> str:
+        return self.local(name) + "__d"
+
+    def resolve(self, node: ast.expr) -> _Static | None:
+        """Statically evaluate a name or attribute chain rooted at a non-local name."""
+        if isinstance(node, ast.Name):
+            if node.id in self.locals:
+                return None
+            if node.id not in self._resolved:
+                self._resolved[node.id] = names.lookup(self.func, node.id)
+            obj = self._resolved[node.id]
+            if names.missing(obj):
+                return None
+            return _Static(obj, node.id)
+        if isinstance(node, ast.Attribute):
+            base = self.resolve(node.value)
+            if base is None:
+                return None
+            spec = names.intrinsic(base.obj)
+            if spec is not None and spec.category == "coord":
+                return _Static((spec, node.attr), f"{base.path}.{node.attr}")
+            try:
+                obj = getattr(base.obj, node.attr)
+            except AttributeError:
+                return None
+            return _Static(obj, f"{base.path}.{node.attr}")
+        return None
+
+    def constant(self, obj: Any, hint: str = "k") -> ast.Name:
+        """A namespace entry holding `obj` (Numba freezes globals at compile time)."""
+        for key, value in self.namespace.items():
+            if value is obj and key.startswith(P):
+                return _name(key)
+        key = self.build.fresh(hint)
+        self.namespace[key] = obj
+        return _name(key)
+
+    # -- errors and sites --------------------------------------------------------------------
+    def _unsupported(self, node: ast.AST, what: str) -> UnsupportedKernelError:
+        return UnsupportedKernelError(
+            f"{what} is not supported in kernels by gpukit's simulator",
+            kernel=self.func.__name__, lineno=getattr(node, "lineno", None),
+            filename=self.src.filename)
+
+    def site(self, node: ast.AST, kind: str = "expr", label: str | None = None,
+             text: str | None = None) -> int:
+        return self.build.sites.add(Site(
+            getattr(node, "lineno", self.src.firstlineno),
+            text if text is not None else self.src.segment(node), self.src.filename,
+            self.func.__name__, kind, label))
+
+    # -- expressions -----------------------------------------------------------------------
+    def expr(self, node: ast.expr) -> ast.expr:
+        return _ExprRewriter(self).visit(copy.deepcopy(node))
+
+    def may_be_undefined(self, node: ast.AST) -> bool:
+        for sub in ast.walk(node):
+            if _reads_memory(sub):
+                return True
+            if isinstance(sub, ast.Name) and sub.id in self.tracked:
+                return True
+            if isinstance(sub, ast.Attribute) and isinstance(sub.value, ast.Name) \
+                    and sub.value.id in self.locals and sub.attr not in _ARRAY_ATTRS:
+                return True
+        return False
+
+    def var_defs(self, node: ast.AST) -> ast.expr:
+        used = sorted({sub.id for sub in ast.walk(node)
+                       if isinstance(sub, ast.Name) and sub.id in self.tracked
+                       and isinstance(sub.ctx, ast.Load)})
+        return _and(*[_name(self.dname(n)) for n in used])
+
+    def has_loads(self, node: ast.AST) -> bool:
+        for sub in ast.walk(node):
+            if _reads_memory(sub):
+                return True
+            if isinstance(sub, ast.Attribute) and isinstance(sub.value, ast.Name) \
+                    and sub.value.id in self.locals and sub.attr not in _ARRAY_ATTRS:
+                return True
+        return False
+
+    def used(self, node: ast.expr, what: int, site_node: ast.AST | None = None) -> ast.expr:
+        """`node` rewritten, checked to be defined where its value flows on (`what`)."""
+        value = self.expr(node)
+        if not self.may_be_undefined(node):
+            return value
+        site = self.site(site_node or node, "expr")
+        if self.has_loads(node):
+            return _call(P + "use", _name(CTX), _call(P + "mark", _name(CTX)), value,
+                         self.var_defs(node), _const(what), _const(site))
+        return _call(P + "use_vars", _name(CTX), value, self.var_defs(node), _const(what),
+                     _const(site))
+
+    # -- statements --------------------------------------------------------------------------
+    def body(self, stmts: list[ast.stmt]) -> list[ast.stmt]:
         out: list[ast.stmt] = []
-        for i, stmt in enumerate(stmts):
-            compiled = self.stmt(stmt)
-            for node in compiled:
-                ast.copy_location(node, stmt)
-            out.extend(compiled)
-            rest = stmts[i + 1:]
-            if rest and _retires([stmt]):
-                guarded = self.block(rest)
-                test = _call(P + "any", _name(M))
-                out.append(ast.copy_location(ast.If(test=test, body=guarded or [ast.Pass()],
-                                                    orelse=[]), rest[0]))
-                return out
+        for stmt in stmts:
+            pre, new = self.hoist(stmt)
+            out += pre
+            for node in new:
+                out += [ast.copy_location(n, stmt) for n in self.stmt(node)]
         return out
 
-    def restore(self, saved: str) -> ast.stmt:
-        """`_g_m = saved & ~returned & ~broken & ~continued` for the innermost loop."""
-        args: list[ast.expr] = [_name(saved), _name(R)]
-        if self.loops:
-            args += [_name(self.loops[-1][0]), _name(self.loops[-1][1])]
-        return _assign(M, _call(P + "restore", *args))
-
-    # -- statements ------------------------------------------------------------------------
     def stmt(self, node: ast.stmt) -> list[ast.stmt]:
         method = getattr(self, "s_" + type(node).__name__, None)
         if method is None:
-            raise self.error(node, UNSUPPORTED.get(type(node), f"the {type(node).__name__} "
-                                                               "statement"))
+            return [node]  # left to Numba (which accepts or rejects it as for the GPU)
         return method(node)
 
-    def s_Pass(self, node: ast.Pass) -> list[ast.stmt]:
-        return []
-
     def s_Expr(self, node: ast.Expr) -> list[ast.stmt]:
-        if isinstance(node.value, ast.Constant):  # a docstring or a bare constant
+        if isinstance(node.value, ast.Constant):
             return []
-        return [ast.Expr(self.e(node.value))]
+        return [ast.Expr(self.expr(node.value))]
+
+    def s_Pass(self, node: ast.Pass) -> list[ast.stmt]:
+        return [node]
+
+    def s_Break(self, node: ast.Break) -> list[ast.stmt]:
+        return [node]
+
+    def s_Continue(self, node: ast.Continue) -> list[ast.stmt]:
+        return [node]
+
+    def s_Global(self, node: ast.stmt) -> list[ast.stmt]:
+        raise self._unsupported(node, "global and nonlocal")
+
+    s_Nonlocal = s_Global
 
     def s_Assign(self, node: ast.Assign) -> list[ast.stmt]:
-        value = self.e(node.value)
-        if isinstance(node.value, ast.Call) and len(node.targets) == 1 \
-                and isinstance(node.targets[0], ast.Name):
-            SITES[value.args[2].value].label = node.targets[0].id  # name arrays in messages
         if len(node.targets) == 1:
-            return self.store(node.targets[0], value)
-        tmp = self.fresh("v")
-        out: list[ast.stmt] = [_assign(tmp, value)]
+            return self.assign(node.targets[0], node.value)
+        tmp = self.build.fresh("t")
+        out = self.assign(ast.Name(id=tmp, ctx=ast.Store()), node.value, plain_tmp=True)
         for target in node.targets:
-            out += self.store(target, _name(tmp))
+            out += self.assign(target, _name(tmp), value_is_tmp=True)
         return out
 
     def s_AnnAssign(self, node: ast.AnnAssign) -> list[ast.stmt]:
         if node.value is None:
             return []
-        return self.store(node.target, self.e(node.value))
+        return self.assign(node.target, node.value)
 
-    def store(self, target: ast.expr, value: ast.expr) -> list[ast.stmt]:
+    def assign(self, target: ast.expr, value: ast.expr, plain_tmp: bool = False,
+               value_is_tmp: bool = False) -> list[ast.stmt]:
         if isinstance(target, ast.Name):
-            return [_assign(target.id, _call(P + "merge", _name(M), value, _name(target.id)))]
-        if isinstance(target, ast.Subscript):
-            if isinstance(target.slice, ast.Slice):
-                raise self.error(target, "assigning to a slice inside a kernel")
-            site = self.site(target)
-            return [ast.Expr(_call(P + "st", self.e(target.value), self.e(target.slice),
-                                   value, _name(M), ast.Constant(site)))]
-        if isinstance(target, (ast.Tuple, ast.List)):
-            tmp = self.fresh("t")
-            out: list[ast.stmt] = [_assign(tmp, _call(P + "unpack", value,
-                                                      ast.Constant(len(target.elts))))]
-            for i, elt in enumerate(target.elts):
-                item = ast.Subscript(value=_name(tmp), slice=ast.Constant(i), ctx=ast.Load())
-                out += self.store(elt, item)
+            name = target.id if plain_tmp else self.local(target.id)
+            tracked = not plain_tmp and target.id in self.tracked
+            label = self._array_label(value, target.id)
+            if value_is_tmp:
+                new_value = value
+                defined: ast.expr = _name(self.dname(value.id)) if False else _const(True)
+            else:
+                new_value = self.expr_labelled(value, label)
+                defined = self.var_defs(value)
+            out: list[ast.stmt] = []
+            if tracked and not value_is_tmp and self.has_loads(value):
+                mark = self.build.fresh("m")
+                out.append(_assign(mark, _call(P + "mark", _name(CTX))))
+                out.append(ast.Assign(targets=[_store(name)], value=new_value))
+                out.append(_assign(self.dname(target.id),
+                                   _and(_call(P + "end", _name(CTX), _name(mark)), defined)))
+                return out
+            out.append(ast.Assign(targets=[_store(name)], value=new_value))
+            if tracked:
+                out.append(_assign(self.dname(target.id), defined))
             return out
-        raise self.error(target, f"assigning to {type(target).__name__.lower()} targets")
+        if isinstance(target, ast.Subscript):
+            site = self.site(target, "write", label=_root_name(target))
+            val = value if value_is_tmp else self.used(value, L.UNDEF_STORE, target)
+            return [ast.Expr(_call(P + "st", _name(CTX), self.expr(target.value),
+                                   self.index(target), val,
+                                   *self.access(site, target.value)))]
+        if isinstance(target, ast.Attribute):
+            site = self.site(target, "write", label=_root_name(target))
+            val = value if value_is_tmp else self.used(value, L.UNDEF_STORE, target)
+            return [ast.Expr(_call(P + "setattr", _name(CTX), self.expr(target.value),
+                                   _const(target.attr), val, _const(site)))]
+        if isinstance(target, (ast.Tuple, ast.List)):
+            tmp = self.build.fresh("t")
+            out = [ast.Assign(targets=[_store(tmp)],
+                              value=value if value_is_tmp else self.expr(value))]
+            defined = _const(True) if value_is_tmp else self.var_defs(value)
+            loads = not value_is_tmp and self.has_loads(value)
+            if loads:
+                mark = self.build.fresh("m")
+                out.insert(0, _assign(mark, _call(P + "mark", _name(CTX))))
+                dtmp = self.build.fresh("d")
+                out.append(_assign(dtmp, _and(_call(P + "end", _name(CTX), _name(mark)),
+                                              defined)))
+                defined = _name(dtmp)
+            for k, elt in enumerate(target.elts):
+                item = ast.Subscript(value=_name(tmp), slice=_const(k), ctx=ast.Load())
+                if isinstance(elt, ast.Name):
+                    out.append(ast.Assign(targets=[_store(self.local(elt.id))], value=item))
+                    if elt.id in self.tracked:
+                        out.append(_assign(self.dname(elt.id), defined))
+                else:
+                    helper = self.build.fresh("t")
+                    out.append(_assign(helper, item))
+                    out += self.assign(elt, _name(helper), value_is_tmp=True)
+            return out
+        if isinstance(target, ast.Starred):
+            raise self._unsupported(target, "starred assignment")
+        raise self._unsupported(target, f"assigning to {type(target).__name__}")
+
+    def _array_label(self, value: ast.expr, name: str) -> str | None:
+        if isinstance(value, ast.Call):
+            obj = self.resolve(value.func)
+            spec = names.intrinsic(obj.obj) if obj is not None else None
+            if spec is not None and spec.category in ("shared", "local"):
+                return name
+        return None
+
+    def expr_labelled(self, value: ast.expr, label: str | None) -> ast.expr:
+        self._label = label
+        try:
+            return self.expr(value)
+        finally:
+            self._label = None
+
+    _label: str | None = None
 
     def s_AugAssign(self, node: ast.AugAssign) -> list[ast.stmt]:
         target = node.target
         if isinstance(target, ast.Name):
-            expr = ast.BinOp(left=_name(target.id), op=node.op, right=node.value)
-            ast.copy_location(expr, node)
-            return self.store(target, self.e(expr))
+            load = ast.Name(id=target.id, ctx=ast.Load())
+            binop = ast.copy_location(ast.BinOp(left=load, op=node.op, right=node.value), node)
+            return self.assign(ast.Name(id=target.id, ctx=ast.Store()), binop)
         if isinstance(target, ast.Subscript):
-            arr, idx = self.fresh("a"), self.fresh("i")
-            site = self.site(target)
-            load = _call(P + "ld", _name(arr), _name(idx), _name(M), ast.Constant(site))
-            helper = _CHECKED_OPS.get(type(node.op))
-            if helper:
-                value = _call(P + helper, load, self.e(node.value), _name(M),
-                              ast.Constant(self.site(node)))
-            else:
-                value = ast.BinOp(left=load, op=node.op, right=self.e(node.value))
-            return [_assign(arr, self.e(target.value)), _assign(idx, self.e(target.slice)),
-                    ast.Expr(_call(P + "st", _name(arr), _name(idx), value, _name(M),
-                                   ast.Constant(site)))]
-        raise self.error(target, f"augmented assignment to {type(target).__name__.lower()}")
+            arr, idx = self.build.fresh("a"), self.build.fresh("i")
+            label = _root_name(target)
+            read_site = self.site(target, "read", label=label)
+            write_site = self.site(target, "write", label=label)
+            load = _call(P + "ld", _name(CTX), _name(arr), _name(idx),
+                         *self.access(read_site, target.value))
+            rhs = self.used(node.value, L.UNDEF_STORE, target)
+            new = self._binop(node.op, load, rhs, node)
+            out = [_assign(arr, self.expr(target.value)), _assign(idx, self.index(target))]
+            value: ast.expr = new
+            if self.site_checks_undef:
+                mark = self.build.fresh("m")
+                out.append(_assign(mark, _call(P + "mark", _name(CTX))))
+                tmp = self.build.fresh("v")
+                out.append(_assign(tmp, new))
+                value = _call(P + "use", _name(CTX), _name(mark), _name(tmp), _const(True),
+                              _const(L.UNDEF_STORE), _const(write_site))
+            out.append(ast.Expr(_call(P + "st", _name(CTX), _name(arr), _name(idx), value,
+                                      *self.access(write_site, target.value))))
+            return out
+        if isinstance(target, ast.Attribute):
+            obj = self.build.fresh("o")
+            site = self.site(target, "write", label=_root_name(target))
+            read = _call(P + "getattr", _name(CTX), _name(obj), _const(target.attr),
+                         _const(site))
+            new = self._binop(node.op, read, self.used(node.value, L.UNDEF_STORE, target), node)
+            return [_assign(obj, self.expr(target.value)),
+                    ast.Expr(_call(P + "setattr", _name(CTX), _name(obj), _const(target.attr),
+                                   new, _const(site)))]
+        raise self._unsupported(target, "this augmented assignment")
+
+    site_checks_undef = True
+
+    def _binop(self, op: ast.operator, left: ast.expr, right: ast.expr, node: ast.AST):
+        helper = {ast.FloorDiv: "floordiv", ast.Mod: "mod"}.get(type(op))
+        if helper is None:
+            return ast.BinOp(left=left, op=op, right=right)
+        return _call(P + helper, _name(CTX), left, right, _const(self.site(node, "expr")))
+
+    def index(self, node: ast.Subscript) -> ast.expr:
+        return self.used(_slice_expr(node.slice), L.UNDEF_INDEX, node)
+
+    def access(self, site: int, value: ast.expr) -> list[ast.expr]:
+        """The trailing arguments of an access: its site, its slot's descriptor (when the
+        transform knows the slot) and the increment of the site's counter."""
+        hint = self._hint(value)
+        if hint < 0:
+            return [_const(site), _name(P + "NODESC"), _const(0)]
+        self.build.site_slots[site] = hint
+        owner = self.frame_owner or self
+        space = {"param": L.SPACE_GLOBAL, "local": L.SPACE_LOCAL}.get(
+            self.build.slots[hint].kind, L.SPACE_SHARED)
+        counter = f"{P}n{site}"
+        owner.counters.append((site, space, counter))
+        increment = ast.NamedExpr(target=_store(counter),
+                                  value=ast.BinOp(left=_name(counter), op=ast.Add(),
+                                                  right=_const(1)))
+        desc = ast.Subscript(value=_name(P + "D"), slice=_const(hint), ctx=ast.Load())
+        return [_const(site), desc, increment]
+
+    def prologue(self) -> list[ast.stmt]:
+        """Start-of-function state: defined-flags, site counters, the watchdog's tick."""
+        out = [_assign(self.dname(n), _const(True)) for n in self.tracked]
+        out += [_assign(counter, _const(0)) for _, _, counter in self.counters]
+        out.append(_assign(P + "ticks", _const(0)))
+        return out
+
+    def flush(self) -> list[ast.stmt]:
+        """Add the site counters to the launch's before leaving the function."""
+        return [ast.Expr(_call(P + "count", _name(CTX), _const(site), _const(space),
+                               _name(counter))) for site, space, counter in self.counters]
+
+    def _hint(self, value: ast.expr) -> int:
+        if isinstance(value, ast.Name):
+            return self.hints.get(value.id, -1)
+        return -1
 
     def s_If(self, node: ast.If) -> list[ast.stmt]:
-        cond, saved = self.fresh("c"), self.fresh("s")
-        out: list[ast.stmt] = [
-            _assign(cond, _call(P + "cond", self.e(node.test), _name(M),
-                                ast.Constant(self.site(node.test)))),
-            _assign(saved, _name(M)),
-            _assign(M, _call(P + "and", _name(saved), _name(cond))),
-            ast.If(test=_call(P + "any", _name(M)), body=self.block(node.body) or [ast.Pass()],
-                   orelse=[]),
-        ]
-        if node.orelse:
-            out += [_assign(M, _call(P + "andnot", _name(saved), _name(cond))),
-                    ast.If(test=_call(P + "any", _name(M)),
-                           body=self.block(node.orelse) or [ast.Pass()], orelse=[])]
-        out.append(self.restore(saved))
-        return out
+        test = self.used(node.test, L.UNDEF_BRANCH)
+        return [ast.If(test=test, body=self.body(node.body) or [ast.Pass()],
+                       orelse=self.body(node.orelse))]
 
-    def s_Return(self, node: ast.Return) -> list[ast.stmt]:
-        out: list[ast.stmt] = []
-        if node.value is not None:
-            if not self.is_device:
-                raise self.error(node, "returning a value from a kernel (kernels return None)")
-            out.append(_assign(RV, _call(P + "merge", _name(M), self.e(node.value), _name(RV))))
-        helper = P + ("retire" if self.is_device else "exit")
-        out += [_assign(R, _call(helper, _name(R), _name(M))), _assign(M, ast.Constant(False))]
-        return out
-
-    def s_Break(self, node: ast.Break) -> list[ast.stmt]:
-        broken = self.loops[-1][0]
-        return [_assign(broken, _call(P + "retire", _name(broken), _name(M))),
-                _assign(M, ast.Constant(False))]
-
-    def s_Continue(self, node: ast.Continue) -> list[ast.stmt]:
-        cont = self.loops[-1][1]
-        return [_assign(cont, _call(P + "retire", _name(cont), _name(M))),
-                _assign(M, ast.Constant(False))]
-
-    def s_Assert(self, node: ast.Assert) -> list[ast.stmt]:
-        msg = self.e(node.msg) if node.msg is not None else ast.Constant(None)
-        return [ast.Expr(_call(P + "assert", _name(M), self.e(node.test), msg,
-                               ast.Constant(self.site(node))))]
-
-    def loop(self, node: ast.stmt, setup: list[ast.stmt], test: ast.expr | None,
-             head: list[ast.stmt], step: list[ast.stmt]) -> list[ast.stmt]:
-        """The masked loop skeleton shared by `while` and `for ... in range(...)`.
-
-        Each iteration the mask is the entry mask minus retired lanes (returned, broken, or out of
-        iterations); lanes whose test fails retire for good. `continue` lanes come back next turn.
-        """
-        if node.orelse:
-            raise self.error(node, "an else clause on a loop")
-        saved, broken, cont, before = (self.fresh("s"), self.fresh("b"), self.fresh("k"),
-                                       self.fresh("w"))
-        self.loops.append((broken, cont))
-        body = self.block(node.body)
-        self.loops.pop()
-        iteration: list[ast.stmt] = [
-            _assign(M, _call(P + "restore", _name(saved), _name(R), _name(broken))),
-            ast.If(test=ast.UnaryOp(op=ast.Not(), operand=_call(P + "any", _name(M))),
-                   body=[ast.Break()], orelse=[]),
-        ]
-        if test is not None:
-            cond = self.fresh("c")
-            iteration += [
-                _assign(before, _name(M)),
-                _assign(cond, _call(P + "cond", test, _name(M), ast.Constant(self.site(node)))),
-                _assign(M, _call(P + "and", _name(before), _name(cond))),
-                _assign(broken, _call(P + "retire", _name(broken),
-                                      _call(P + "andnot", _name(before), _name(cond)))),
-                ast.If(test=ast.UnaryOp(op=ast.Not(), operand=_call(P + "any", _name(M))),
-                       body=[ast.Break()], orelse=[]),
-            ]
-        iteration += [_assign(cont, ast.Constant(False)), *head, *body, *step,
-                      self.tick(node)]
-        return [_assign(saved, _name(M)), _assign(broken, ast.Constant(False)), *setup,
-                ast.While(test=ast.Constant(True), body=iteration, orelse=[]),
-                _assign(M, _call(P + "restore", _name(saved), _name(R)))]
+    def _tick(self, node: ast.stmt, text: str) -> ast.stmt:
+        site = self.site(node, "loop", text=text)
+        return _assign(P + "ticks", _call(P + "tick", _name(CTX), _name(P + "ticks"),
+                                          _const(site)))
 
     def s_While(self, node: ast.While) -> list[ast.stmt]:
-        return self.loop(node, [], self.e(node.test), [], [])
+        if node.orelse:
+            raise self._unsupported(node, "an else clause on a loop")
+        text = f"while {self.src.segment(node.test)}:"
+        tick = self._tick(node, text)
+        pre, test = self.hoist_expr(node.test)
+        if pre:  # a sync call in the condition runs again before every test
+            check = ast.If(test=ast.UnaryOp(op=ast.Not(),
+                                            operand=self.used(test, L.UNDEF_BRANCH, node.test)),
+                           body=[ast.Break()], orelse=[])
+            return [ast.While(test=_const(True),
+                              body=[tick, *pre, check, *self.body(node.body)], orelse=[])]
+        return [ast.While(test=self.used(node.test, L.UNDEF_BRANCH),
+                          body=[tick, *self.body(node.body)], orelse=[])]
 
     def s_For(self, node: ast.For) -> list[ast.stmt]:
+        if node.orelse:
+            raise self._unsupported(node, "an else clause on a loop")
+        text = f"for {self.src.segment(node.target)} in {self.src.segment(node.iter)}:"
+        tick = self._tick(node, text)
         it = node.iter
-        if not (isinstance(it, ast.Call) and isinstance(it.func, ast.Name)
-                and it.func.id == "range" and not it.keywords and 1 <= len(it.args) <= 3):
-            raise self.error(node, "for loops over anything but range(...)")
-        args = [self.e(a) for a in it.args]
-        if len(args) == 1:
-            args = [ast.Constant(0), *args]
-        if len(args) == 2:
-            args.append(ast.Constant(1))
-        counter, stop, stride = self.fresh("n"), self.fresh("e"), self.fresh("d")
-        site = ast.Constant(self.site(it))
-        setup = [_assign(counter, args[0]), _assign(stop, args[1]),
-                 _assign(stride, _call(P + "step", args[2], _name(M), site))]
-        test = _call(P + "in_range", _name(counter), _name(stop), _name(stride))
-        head = self.store(node.target, _name(counter))
-        # retired lanes may step too: the hidden counter is read only by active lanes
-        step = [_assign(counter, ast.BinOp(left=_name(counter), op=ast.Add(),
-                                           right=_name(stride)))]
-        return self.loop(node, setup, test, head, step)
+        func = self.resolve(it.func) if isinstance(it, ast.Call) else None
+        if func is not None and func.obj is range and not it.keywords:
+            args = [self.used(a, L.UNDEF_BRANCH, it) for a in it.args]
+            if len(args) == 3 and not (isinstance(it.args[2], ast.Constant)
+                                       and it.args[2].value != 0):
+                args[2] = _call(P + "check_step", _name(CTX), args[2],
+                                _const(self.site(it, "loop")))
+            new_iter = ast.Call(func=_name("range"), args=args, keywords=[])
+            target_defs = self._target_defs(node.target)
+            return [ast.For(target=self._target(node.target), iter=new_iter,
+                            body=[tick, *target_defs, *self.body(node.body)], orelse=[])]
+        if func is not None and func.obj in (enumerate, zip) and not it.keywords:
+            return self._indexed_loop(node, tick, func.obj)
+        # iterating over an array or a tuple: index it, so reads are checked
+        seq = self.build.fresh("s")
+        k = self.build.fresh("k")
+        site = self.site(node.iter, "read", label=_root_name(node.iter))
+        item = _call(P + "ld", _name(CTX), _name(seq), _name(k), _const(site),
+                     _name(P + "NODESC"), _const(0))
+        body = self.assign(node.target, ast.Name(id=k, ctx=ast.Load()), plain_tmp=False) \
+            if False else self._bind_target(node.target, item)
+        return [_assign(seq, self.expr(node.iter)),
+                ast.For(target=_store(k), iter=_call("range", _call(P + "len", _name(seq))),
+                        body=[tick, *body, *self.body(node.body)], orelse=[])]
+
+    def _indexed_loop(self, node: ast.For, tick: ast.stmt, kind: Any) -> list[ast.stmt]:
+        it = node.iter
+        k = self.build.fresh("k")
+        out: list[ast.stmt] = []
+        seqs = []
+        start: ast.expr = _const(0)
+        args = list(it.args)
+        if kind is enumerate:
+            if len(args) == 2:
+                start = self.expr(args[1])
+            args = args[:1]
+        for a in args:
+            name = self.build.fresh("s")
+            out.append(_assign(name, self.expr(a)))
+            seqs.append((name, a))
+        length = _call(P + "len", _name(seqs[0][0]))
+        for name, _ in seqs[1:]:
+            length = _call("min", length, _call(P + "len", _name(name)))
+        items = []
+        for name, a in seqs:
+            site = self.site(a, "read", label=_root_name(a))
+            items.append(_call(P + "ld", _name(CTX), _name(name), _name(k), _const(site),
+                               _name(P + "NODESC"), _const(0)))
+        if kind is enumerate:
+            value: ast.expr = ast.Tuple(elts=[ast.BinOp(left=_name(k), op=ast.Add(),
+                                                        right=start), items[0]],
+                                        ctx=ast.Load())
+        else:
+            value = ast.Tuple(elts=items, ctx=ast.Load())
+        body = self._bind_target(node.target, value)
+        out.append(ast.For(target=_store(k), iter=_call("range", length),
+                           body=[tick, *body, *self.body(node.body)], orelse=[]))
+        return out
+
+    def _bind_target(self, target: ast.expr, value: ast.expr) -> list[ast.stmt]:
+        """Assign an already rewritten value (loads marked) to a loop target."""
+        tmp = self.build.fresh("v")
+        mark = self.build.fresh("m")
+        dflag = self.build.fresh("d")
+        out: list[ast.stmt] = [_assign(mark, _call(P + "mark", _name(CTX))),
+                               _assign(tmp, value),
+                               _assign(dflag, _call(P + "end", _name(CTX), _name(mark)))]
+        self._pending_def = dflag
+        try:
+            out += self._assign_done(target, tmp, dflag)
+        finally:
+            self._pending_def = None
+        return out
+
+    _pending_def: str | None = None
+
+    def _assign_done(self, target: ast.expr, tmp: str, dflag: str) -> list[ast.stmt]:
+        if isinstance(target, ast.Name):
+            out: list[ast.stmt] = [_assign(self.local(target.id), _name(tmp))]
+            if target.id in self.tracked:
+                out.append(_assign(self.dname(target.id), _name(dflag)))
+            return out
+        if isinstance(target, (ast.Tuple, ast.List)):
+            out = []
+            for k, elt in enumerate(target.elts):
+                sub = self.build.fresh("v")
+                out.append(_assign(sub, ast.Subscript(value=_name(tmp), slice=_const(k),
+                                                      ctx=ast.Load())))
+                out += self._assign_done(elt, sub, dflag)
+            return out
+        return self.assign(target, _name(tmp), value_is_tmp=True)
+
+    def _target(self, target: ast.expr) -> ast.expr:
+        if isinstance(target, ast.Name):
+            return _store(self.local(target.id))
+        if isinstance(target, (ast.Tuple, ast.List)):
+            return ast.Tuple(elts=[self._target(e) for e in target.elts], ctx=ast.Store())
+        raise self._unsupported(target, "this loop target")
+
+    def _target_defs(self, target: ast.expr) -> list[ast.stmt]:
+        return [_assign(self.dname(n.id), _const(True)) for n in ast.walk(target)
+                if isinstance(n, ast.Name) and n.id in self.tracked]
+
+    def s_Return(self, node: ast.Return) -> list[ast.stmt]:
+        if self.is_kernel:
+            if node.value is not None and not (isinstance(node.value, ast.Constant)
+                                               and node.value.value is None):
+                raise self._unsupported(node, "returning a value from a kernel (kernels "
+                                              "return None)")
+            return [_FLUSH_MARK(), ast.Return(value=None)]
+        out: list[ast.stmt] = []
+        value = self.used(node.value, L.UNDEF_RETURN) if node.value is not None else None
+        if self.inline_exit is not None:
+            done, result = self.inline_exit
+            if value is not None:
+                self.returns_value = True
+                out.append(_assign(result, value))
+            return out + [_assign(done, _const(True)), ast.Break()]
+        if self.frame_var:
+            rv = self.build.fresh("rv")
+            if value is not None:
+                out.append(_assign(rv, value))
+            out.append(_FLUSH_MARK())
+            out.append(ast.Expr(_call(P + "pop_frame", _name(CTX), _name(self.frame_var))))
+            out.append(ast.Return(value=_name(rv) if value is not None else None))
+            return out
+        return [ast.Return(value=value)]
+
+    frame_var: str | None = None
+
+    def s_Assert(self, node: ast.Assert) -> list[ast.stmt]:
+        site = self.site(node, "expr")
+        return [ast.Expr(_call(P + "assert_", _name(CTX), self.expr(node.test),
+                               _const(site)))]
+
+    def s_Raise(self, node: ast.Raise) -> list[ast.stmt]:
+        site = self.site(node, "expr")
+        return [ast.Expr(_call(P + "raise_", _name(CTX), _const(site)))]
+
+    def s_FunctionDef(self, node: ast.FunctionDef) -> list[ast.stmt]:
+        inner = copy.deepcopy(node)
+        saved_tracked = self.tracked
+        self.tracked = []  # inner functions' own variables are not followed
+        inner_locals = {a.arg for a in node.args.args} | _assigned_names(node)
+        added = inner_locals - self.locals
+        self.locals |= inner_locals
+        try:
+            inner.body = self.body(node.body) or [ast.Pass()]
+        finally:
+            self.tracked = saved_tracked
+            self.locals -= added
+        return [inner]
+
+    # -- sync points -------------------------------------------------------------------------
+    def hoist(self, stmt: ast.stmt) -> tuple[list[ast.stmt], list[ast.stmt]]:
+        """Move sync calls (and calls of functions with sync points) out of `stmt`."""
+        if isinstance(stmt, (ast.If, ast.While, ast.For, ast.FunctionDef)):
+            if isinstance(stmt, ast.If):
+                pre, test = self.hoist_expr(stmt.test)
+                stmt = copy.copy(stmt)
+                stmt.test = test
+                return pre, [stmt]
+            if isinstance(stmt, ast.For):
+                pre, it = self.hoist_expr(stmt.iter)
+                stmt = copy.copy(stmt)
+                stmt.iter = it
+                return pre, [stmt]
+            return [], [stmt]
+        if not self._contains_hoistable(stmt):
+            return [], [stmt]
+        hoister = _Hoister(self)
+        new = hoister.visit(copy.deepcopy(stmt))
+        if isinstance(new, ast.Expr) and isinstance(new.value, ast.Name) \
+                and new.value.id.startswith(P):
+            return hoister.pre, []
+        return hoister.pre, [new]
+
+    def hoist_expr(self, node: ast.expr) -> tuple[list[ast.stmt], ast.expr]:
+        if not self._contains_hoistable(node):
+            return [], node
+        hoister = _Hoister(self)
+        new = hoister.visit(copy.deepcopy(node))
+        return hoister.pre, new
+
+    def _contains_hoistable(self, node: ast.AST) -> bool:
+        for sub in ast.walk(node):
+            if isinstance(sub, ast.Call) and self._hoistable(sub):
+                return True
+        return False
+
+    def _hoistable(self, call: ast.Call) -> bool:
+        obj = self.resolve(call.func)
+        if obj is None:
+            return False
+        spec = names.intrinsic(obj.obj)
+        if spec is not None:
+            return spec.category == "sync"
+        py_func = names.device_function(obj.obj)
+        return py_func is not None and self.builder.has_sync(py_func)
+
+    builder: Any = None  # the KernelBuilder (set by it)
+    frame_owner: UnitRewriter | None = None  # when inlined: whose frame holds our locals
+    inline_exit: tuple[str, str] | None = None  # when inlined: (done flag, result variable)
+    returns_value = False
+
+    def frame_expr(self) -> ast.expr:
+        raise NotImplementedError  # set by the KernelBuilder
+
+    def frame_alloc(self, nbytes: int, align: int) -> tuple[ast.expr, int]:
+        """Room for a local array in this function's frame (the caller's when inlined)."""
+        owner = self.frame_owner or self
+        offset = -(-owner.frame_bytes // align) * align
+        owner.frame_bytes = offset + nbytes
+        return owner.frame_expr(), offset
+
+    def sync_call(self, call: ast.Call, spec: names.Intrinsic) -> tuple[list[ast.stmt], ast.expr]:
+        """The statements of one sync call, and the expression of its result."""
+        if not self.generator:
+            raise self._unsupported(call, "a sync call here")
+        if call.keywords:
+            raise self._unsupported(call, f"keyword arguments to cuda.{spec.name}")
+        kind_name, result = names.SYNCS[spec.name]
+        kind = getattr(L, kind_name)
+        site = self.site(call, "sync")
+        args = [self.used(a, L.UNDEF_SYNC, call) for a in call.args]
+        pre: list[ast.stmt] = []
+        operands = []
+        for a in args:
+            tmp = self.build.fresh("x")
+            pre.append(_assign(tmp, a))
+            operands.append(_name(tmp))
+        mask: ast.expr = _const(0xFFFFFFFF)
+        value: ast.expr = _const(0)
+        arg: ast.expr = _const(0)
+        n = spec.name
+        if n in ("syncthreads_count", "syncthreads_and", "syncthreads_or"):
+            value = operands[0]
+        elif n == "syncwarp":
+            mask = operands[0] if operands else _const(0xFFFFFFFF)
+        elif n.startswith("shfl"):
+            mask, value, arg = operands[0], operands[1], operands[2]
+        elif n in ("all_sync", "any_sync", "eq_sync", "ballot_sync", "match_any_sync",
+                   "match_all_sync"):
+            mask, value = operands[0], operands[1]
+        pre.append(ast.Expr(_call(P + "put", _name(CTX), _const(kind), _const(site), mask,
+                                  value, arg)))
+        pre.append(ast.Expr(ast.Yield(value=_const(site))))
+        out = self.build.fresh("r")
+        if result is None:
+            return pre, _const(None)
+        if result == "value":
+            pre.append(_assign(out, _call(P + "value", _name(CTX), value)))
+        elif result == "pair":
+            pre.append(_assign(out, ast.Tuple(elts=[_call(P + "result_i32", _name(CTX)),
+                                                    _call(P + "result2_bool", _name(CTX))],
+                                              ctx=ast.Load())))
+        else:
+            pre.append(_assign(out, _call(P + "result_" + result, _name(CTX))))
+        return pre, _name(out)
 
 
-def _local_names(fn: ast.FunctionDef) -> list[str]:
-    params = {a.arg for a in fn.args.args}
-    names: dict[str, None] = {}
+class _Hoister(ast.NodeTransformer):
+    """Replaces sync calls and calls of sync device functions by variables, collecting the
+    statements that compute them (innermost first, left to right)."""
+
+    def __init__(self, rw: UnitRewriter):
+        self.rw = rw
+        self.pre: list[ast.stmt] = []
+
+    def visit_BoolOp(self, node: ast.BoolOp) -> ast.AST:
+        if any(self.rw._contains_hoistable(v) for v in node.values[1:]):
+            raise self.rw._unsupported(node, "a warp or block intrinsic inside `and`/`or` "
+                                             "(assign its result to a variable first)")
+        return self.generic_visit(node)
+
+    def visit_IfExp(self, node: ast.IfExp) -> ast.AST:
+        if self.rw._contains_hoistable(node.body) or self.rw._contains_hoistable(node.orelse):
+            raise self.rw._unsupported(node, "a warp or block intrinsic inside a conditional "
+                                             "expression (assign its result first)")
+        return self.generic_visit(node)
+
+    def visit_Call(self, node: ast.Call) -> ast.AST:
+        node = self.generic_visit(node)
+        if not self.rw._hoistable(node):
+            return node
+        obj = self.rw.resolve(node.func)
+        spec = names.intrinsic(obj.obj)
+        if spec is not None:
+            pre, result = self.rw.sync_call(node, spec)
+        else:
+            pre, result = self.rw.builder.inline(self.rw, names.device_function(obj.obj), node)
+        self.pre += pre
+        return result
+
+
+class _ExprRewriter(ast.NodeTransformer):
+    """Rewrites one expression (see the module docstring)."""
+
+    def __init__(self, rw: UnitRewriter):
+        self.rw = rw
+
+    def visit_Name(self, node: ast.Name) -> ast.AST:
+        if node.id in self.rw.locals:
+            return ast.Name(id=self.rw.local(node.id), ctx=node.ctx)
+        static = self.rw.resolve(node)
+        if static is None:
+            return node
+        return self._static(static, node)
+
+    def _static(self, static: _Static, node: ast.AST) -> ast.expr:
+        obj = static.obj
+        if isinstance(obj, tuple) and len(obj) == 2 and isinstance(obj[0], names.Intrinsic):
+            spec, attr = obj
+            if attr not in ("x", "y", "z"):
+                raise self.rw._unsupported(node, f"cuda.{spec.name}.{attr}")
+            helper = {"threadIdx": "tid", "blockIdx": "bid", "blockDim": "bdim",
+                      "gridDim": "gdim"}[spec.name]
+            return _call(f"{P}{helper}_{attr}", _name(CTX))
+        spec = names.intrinsic(obj)
+        if spec is not None:
+            if spec.category == "coord":
+                return _call(P + spec.helper, _name(CTX))
+            if spec.category == "value":
+                return _call(P + spec.helper, _name(CTX))
+            raise self.rw._unsupported(node, f"using cuda.{spec.name} as a value")
+        py_func = names.device_function(obj)
+        if py_func is not None:
+            unit = self.rw.builder.unit(py_func)
+            self.rw.namespace[unit.name] = unit
+            return _name(unit.name)
+        if names.is_device_array(obj):
+            raise self.rw._unsupported(node, "a device array captured as a global (pass it as "
+                                             "an argument)")
+        if isinstance(node, ast.Name) and not self.rw.prefix:
+            self.rw.namespace[node.id] = obj
+            return node
+        return self.rw.constant(obj)
+
+    def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
+        if isinstance(node.ctx, ast.Load):
+            static = self.rw.resolve(node)
+            if static is not None:
+                return self._static(static, node)
+        value = self.visit(node.value)
+        if isinstance(node.ctx, ast.Load) and node.attr not in _ARRAY_ATTRS \
+                and self._local_root(node.value):
+            site = self.rw.site(node, "read", label=_root_name(node))
+            return _call(P + "getattr", _name(CTX), value, _const(node.attr), _const(site))
+        node.value = value
+        return node
+
+    def _local_root(self, node: ast.expr) -> bool:
+        root = node
+        while isinstance(root, (ast.Attribute, ast.Subscript)):
+            root = root.value
+        return isinstance(root, ast.Name) and root.id in self.rw.locals
+
+    def visit_Subscript(self, node: ast.Subscript) -> ast.AST:
+        if not isinstance(node.ctx, ast.Load):
+            raise self.rw._unsupported(node, "this subscript")
+        if not _reads_memory(node):
+            return self.generic_visit(node)
+        site = self.rw.site(node, "read", label=_root_name(node))
+        index = self.rw.used(_slice_expr(node.slice), L.UNDEF_INDEX, node)
+        return _call(P + "ld", _name(CTX), self.visit(node.value), index,
+                     *self.rw.access(site, node.value))
+
+    def visit_BinOp(self, node: ast.BinOp) -> ast.AST:
+        left, right = self.visit(node.left), self.visit(node.right)
+        return self.rw._binop(node.op, left, right, node)
+
+    def visit_Call(self, node: ast.Call) -> ast.AST:
+        static = self.rw.resolve(node.func)
+        if static is not None:
+            return self._static_call(static, node)
+        node.func = self.visit(node.func)
+        node.args = [self.visit(a) for a in node.args]
+        node.keywords = [ast.keyword(arg=k.arg, value=self.visit(k.value))
+                         for k in node.keywords]
+        return node
+
+    def _args(self, node: ast.Call, what: int | None = None) -> list[ast.expr]:
+        if what is None:
+            return [self.visit(a) for a in node.args]
+        return [self.rw.used(a, what, node) for a in node.args]
+
+    def _static_call(self, static: _Static, node: ast.Call) -> ast.expr:
+        obj = static.obj
+        spec = names.intrinsic(obj)
+        rw = self.rw
+        if spec is not None:
+            cat = spec.category
+            if cat == "call":
+                return _call(P + spec.helper, _name(CTX), *self._args(node))
+            if cat == "pure":
+                return _call(P + spec.helper, *self._args(node))
+            if cat == "fence":
+                rw.build.uses_fences = True
+                return _call(P + "fence", _name(CTX))
+            if cat == "atomic":
+                return self._atomic(spec, node)
+            if cat == "shared":
+                return self._shared(node)
+            if cat == "local":
+                return self._local(node)
+            if cat == "const":
+                return self._const_array(node)
+            if cat == "sync":
+                raise rw._unsupported(node, f"cuda.{spec.name} in this position")
+            raise rw._unsupported(node, f"calling cuda.{spec.name}")
+        py_func = names.device_function(obj)
+        if py_func is not None:
+            unit = rw.builder.unit(py_func)
+            rw.namespace[unit.name] = unit
+            rw.calls.append(unit)
+            args = self._args(node, L.UNDEF_CALL)
+            if node.keywords:
+                raise rw._unsupported(node, "keyword arguments to a device function")
+            return _call(unit.name, _name(CTX), _name(P + "D"), *args)
+        if obj is print:
+            return self._print(node)
+        if obj is divmod and len(node.args) == 2:
+            a, b = self._args(node)
+            return _call(P + "divmod_", _name(CTX), a, b, _const(rw.site(node, "expr")))
+        func = self._static(static, node.func) if not isinstance(node.func, ast.Name) \
+            else self.visit_Name(node.func)
+        return ast.Call(func=func, args=self._args(node),
+                        keywords=[ast.keyword(arg=k.arg, value=self.visit(k.value))
+                                  for k in node.keywords])
+
+    def _atomic(self, spec: names.Intrinsic, node: ast.Call) -> ast.expr:
+        rw = self.rw
+        if node.keywords:
+            raise rw._unsupported(node, "keyword arguments to cuda.atomic functions")
+        site = rw.site(node, "atomic", label=_root_name(node.args[0]) if node.args else None)
+        target = node.args[0]
+        tail = rw.access(site, target)
+        args = [self.visit(target)] + [rw.used(a, L.UNDEF_STORE, node) for a in node.args[1:]]
+        name = spec.name
+        if name == "compare_and_swap":
+            return _call(P + "atomic_cas", _name(CTX), args[0], _const(0), args[1], args[2],
+                         *tail)
+        return _call(P + "atomic_" + name, _name(CTX), *args, *tail)
+
+    def _static_value(self, node: ast.expr, what: str) -> Any:
+        """Evaluate a shape or dtype argument at compile time (numba-cuda needs constants)."""
+        if isinstance(node, ast.Constant):
+            return node.value
+        if isinstance(node, (ast.Tuple, ast.List)):
+            return tuple(self._static_value(e, what) for e in node.elts)
+        static = self.rw.resolve(node)
+        if static is not None:
+            return static.obj
+        if isinstance(node, ast.BinOp):
+            code = compile(ast.Expression(body=_ConstFolder(self.rw).visit(copy.deepcopy(node))),
+                           "<shape>", "eval")
+            try:
+                return eval(code, {"__builtins__": {}}, {})  # noqa: S307 - folded constants
+            except Exception:
+                pass
+        raise self.rw._unsupported(node, f"a {what} that is not a compile-time constant "
+                                         "(numba-cuda needs constants here too)")
+
+    def _array_args(self, node: ast.Call) -> tuple[Any, Any]:
+        args = list(node.args)
+        kw = {k.arg: k.value for k in node.keywords}
+        shape_node = args[0] if args else kw.get("shape")
+        dtype_node = args[1] if len(args) > 1 else kw.get("dtype")
+        if shape_node is None or dtype_node is None:
+            raise self.rw._unsupported(node, "an array declaration without shape and dtype")
+        shape = self._static_value(shape_node, "shape")
+        dtype = self._static_value(dtype_node, "dtype")
+        if isinstance(shape, (int, np.integer)):
+            shape = (int(shape),)
+        return tuple(int(s) for s in shape), dtype
+
+    def _shared(self, node: ast.Call) -> ast.expr:
+        rw = self.rw
+        shape, dtype = self._array_args(node)
+        np_dtype = _np_dtype(dtype)
+        label = rw._label or "shared"
+        dt = rw.constant(dtype, "dt")
+        if shape in ((0,), ()):
+            rw.build.dynamic_shared = True
+            for spec in rw.build.slots:
+                if spec.kind == "dynamic_shared":
+                    break
+            else:
+                rw.build.slot(SlotSpec("dynamic_shared", label, dtype=np_dtype))
+            return _call(P + "dynamic_shared_array", _name(CTX),
+                         _call(P + "shared_static_bytes", _name(CTX)), dt,
+                         _const(np_dtype.itemsize))
+        nbytes = int(np.prod(shape)) * np_dtype.itemsize
+        align = max(np_dtype.alignment, 8)
+        offset = -(-rw.build.static_shared_bytes // align) * align
+        rw.build.static_shared_bytes = offset + nbytes
+        slot = rw.build.slot(SlotSpec("shared", label, offset=offset, shape=shape,
+                                      dtype=np_dtype, nbytes=nbytes))
+        if rw._label:
+            rw.hints[rw._label] = slot if rw._label in rw._assigned_once else -1
+        return _call(P + "shared_array", _name(CTX), _const(offset), dt, _const(shape))
+
+    def _local(self, node: ast.Call) -> ast.expr:
+        rw = self.rw
+        shape, dtype = self._array_args(node)
+        np_dtype = _np_dtype(dtype)
+        nbytes = int(np.prod(shape)) * np_dtype.itemsize
+        frame, offset = rw.frame_alloc(nbytes, max(np_dtype.alignment, 8))
+        if rw._label and rw._label in rw._assigned_once:
+            rw.hints[rw._label] = rw.build.local_slot
+        return _call(P + "local_array", _name(CTX), frame, _const(offset), _const(nbytes),
+                     rw.constant(dtype, "dt"), _const(shape))
+
+    def _const_array(self, node: ast.Call) -> ast.expr:
+        if len(node.args) != 1:
+            raise self.rw._unsupported(node, "cuda.const.array_like without one array")
+        value = self._static_value(node.args[0], "constant array")
+        if not isinstance(value, np.ndarray):
+            raise self.rw._unsupported(node, "cuda.const.array_like of something other than a "
+                                             "host numpy array")
+        frozen = value.copy()
+        frozen.flags.writeable = False
+        return self.rw.constant(frozen, "const")
+
+    def _print(self, node: ast.Call) -> ast.expr:
+        rw = self.rw
+        if node.keywords:
+            raise rw._unsupported(node, "keyword arguments to print")
+        site = rw.site(node, "call")
+        calls: list[ast.expr] = []
+        for k, arg in enumerate(node.args):
+            if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+                rw.build.print_strings[(site, k)] = arg.value
+                continue
+            calls.append(_call(P + "print_value", _name(CTX), _const(site), _const(k),
+                               rw.used(arg, L.UNDEF_CALL, node)))
+        calls.append(_call(P + "print_end", _name(CTX), _const(site), _const(len(node.args))))
+        return ast.Tuple(elts=calls, ctx=ast.Load())
+
+
+class _ConstFolder(ast.NodeTransformer):
+    """Replace resolvable names in a shape expression by their values."""
+
+    def __init__(self, rw: UnitRewriter):
+        self.rw = rw
+
+    def visit_Name(self, node: ast.Name) -> ast.AST:
+        static = self.rw.resolve(node)
+        if static is not None and isinstance(static.obj, (int, float, np.integer)):
+            return ast.copy_location(_const(int(static.obj)), node)
+        return node
+
+    def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
+        static = self.rw.resolve(node)
+        if static is not None and isinstance(static.obj, (int, float, np.integer)):
+            return ast.copy_location(_const(int(static.obj)), node)
+        return node
+
+
+def _np_dtype(dtype: Any) -> np.dtype:
+    module = type(dtype).__module__ or ""
+    if module.startswith("numba"):
+        from numba.np.numpy_support import as_dtype
+        return as_dtype(dtype)
+    return np.dtype(dtype)
+
+
+def _FLUSH_MARK() -> ast.stmt:
+    """A placeholder the compiler replaces with the function's counter flush (the counters are
+    known only once the whole function is rewritten)."""
+    return ast.Expr(_call(P + "FLUSH"))
+
+
+def replace_flush(stmts: list[ast.stmt], flush: list[ast.stmt]) -> list[ast.stmt]:
+    """Replace every flush placeholder (at any depth) with the statements `flush`."""
+    out: list[ast.stmt] = []
+    for stmt in stmts:
+        if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) \
+                and isinstance(stmt.value.func, ast.Name) and stmt.value.func.id == P + "FLUSH":
+            out += copy.deepcopy(flush)
+            continue
+        for attr in ("body", "orelse"):
+            if hasattr(stmt, attr) and isinstance(getattr(stmt, attr), list):
+                setattr(stmt, attr, replace_flush(getattr(stmt, attr), flush))
+        out.append(stmt)
+    return out
+
+
+def _reads_memory(node: ast.AST) -> bool:
+    """Whether a subscript may read array memory (`x.shape[0]` and the like do not)."""
+    if not isinstance(node, ast.Subscript) or not isinstance(node.ctx, ast.Load):
+        return False
+    value = node.value
+    return not (isinstance(value, ast.Attribute) and value.attr in ("shape", "strides"))
+
+
+def _slice_expr(node: ast.expr) -> ast.expr:
+    """An index as an ordinary expression (slices become slice(...) calls)."""
+    if isinstance(node, ast.Slice):
+        parts = [node.lower, node.upper, node.step]
+        return _call("slice", *[p if p is not None else _const(None) for p in parts])
+    if isinstance(node, ast.Tuple):
+        return ast.Tuple(elts=[_slice_expr(e) for e in node.elts], ctx=ast.Load())
+    return node
+
+
+def _root_name(node: ast.expr) -> str | None:
+    while isinstance(node, (ast.Subscript, ast.Attribute, ast.Call)):
+        node = node.func if isinstance(node, ast.Call) else node.value
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def _assigned_names(fn: ast.AST) -> set[str]:
+    """Names a function assigns (not counting nested functions' own variables)."""
+    found: set[str] = set()
+
+    def walk(node: ast.AST, top: bool) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.Lambda)) and not top:
+                if isinstance(child, ast.FunctionDef):
+                    found.add(child.name)
+                continue
+            if isinstance(child, ast.Name) and isinstance(child.ctx, ast.Store):
+                found.add(child.id)
+            walk(child, False)
+
+    walk(fn, True)
+    return found
+
+
+def _assigned_once(fn: ast.FunctionDef) -> set[str]:
+    counts: dict[str, int] = {}
     for node in ast.walk(fn):
-        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store) \
-                and node.id not in params:
-            names[node.id] = None
-    return list(names)
-
-
-def function_source(func: Callable) -> tuple[ast.FunctionDef, str, str, int]:
-    """The FunctionDef of `func`, its dedented source, file name and first line."""
-    try:
-        lines, firstlineno = inspect.getsourcelines(func)
-    except (OSError, TypeError) as exc:
-        raise UnsupportedKernelError(
-            f"cannot read the source of {getattr(func, '__name__', func)!r} ({exc}); the simulator "
-            "needs kernels defined in a file or a notebook cell, not built with exec()",
-            kernel=getattr(func, "__name__", None)) from exc
-    source = textwrap.dedent("".join(lines))
-    tree = ast.parse(source)
-    ast.increment_lineno(tree, firstlineno - 1)
-    fn = tree.body[0]
-    if not isinstance(fn, ast.FunctionDef):
-        raise UnsupportedKernelError(f"{func!r} is not defined with def", kernel=str(func))
-    # get_source_segment needs positions relative to `source`: keep a padded copy
-    padded = "\n" * (firstlineno - 1) + source
-    return fn, padded, func.__code__.co_filename, firstlineno
-
-
-def transform(func: Callable, is_device: bool = False) -> Transformed:
-    """Rewrite `func` (a plain Python function written against numba.cuda) for the simulator."""
-    fn, source, filename, firstlineno = function_source(func)
-    a = fn.args
-    if a.vararg or a.kwarg or a.kwonlyargs or a.posonlyargs:
-        raise _unsupported(fn, "*args, **kwargs and keyword-only parameters", fn.name, filename)
-    comp = _Compiler(fn, filename, source, is_device)
-    prologue: list[ast.stmt] = [_assign(R, ast.Constant(False))]
-    if not is_device:
-        prologue.insert(0, _assign(M, _call(P + "entry_mask")))
-    else:
-        prologue.append(_assign(RV, _name(P + "U")))
-    prologue += [_assign(n, _name(P + "U")) for n in _local_names(fn)]
-    body = comp.block(fn.body)
-    params = ([ast.arg(arg=M)] if is_device else []) + [ast.arg(arg=x.arg) for x in a.args]
-    epilogue: list[ast.stmt] = [ast.Return(value=_name(RV))] if is_device else []
-    new_fn = ast.FunctionDef(
-        name=fn.name,
-        args=ast.arguments(posonlyargs=[], args=params, kwonlyargs=[], kw_defaults=[],
-                           defaults=[]),
-        body=prologue + body + epilogue, decorator_list=[], returns=None, type_params=[])
-    ast.copy_location(new_fn, fn)
-    for node in prologue + epilogue:
-        ast.copy_location(node, fn)
-    freevars = tuple(func.__code__.co_freevars)
-    factory = ast.FunctionDef(
-        name=P + "factory",
-        args=ast.arguments(posonlyargs=[], args=[ast.arg(arg=v) for v in freevars],
-                           kwonlyargs=[], kw_defaults=[], defaults=[]),
-        body=[new_fn, ast.Return(value=_name(fn.name))], decorator_list=[], returns=None,
-        type_params=[])
-    ast.copy_location(factory, fn)
-    module = ast.Module(body=[factory], type_ignores=[])
-    ast.fix_missing_locations(module)
-    code = compile(module, filename, "exec")
-    return Transformed(fn.name, filename, firstlineno, is_device, ast.unparse(module), code,
-                       freevars, comp.sites, _written_names(fn))
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            counts[node.id] = counts.get(node.id, 0) + 1
+        elif isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
+            counts[node.target.id] = counts.get(node.target.id, 0) + 2
+    return {n for n, k in counts.items() if k == 1}

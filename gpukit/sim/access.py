@@ -1,0 +1,470 @@
+"""Checked memory accesses in compiled kernels: bounds, initialisation, races, counters, traces.
+
+The transform turns every subscript of a kernel into `ld` or `st` (and atomics into `atomic`):
+Numba overloads that, for arrays, check the index against the array's shape, find the memory slot
+that holds the element (by address, so views, slices, aliases and device-function arguments are
+all seen), and then
+
+- check that a read element was written before (`S_INIT`): a read of an unwritten element is not
+  an error by itself; it marks the value undefined (`UNDEF`), and the transform reports it where
+  the value is used (stored, branched on, used as an index or passed on);
+- keep per-element race records: a writer record and, for arrays that are also read, a reader
+  record. A record packs (stamp, site, flags, thread index in its block). Stamps grow at every
+  block start and every sync event, so a record is stale when older than the launch (or, for
+  shared memory, than the block), belongs to an earlier block when older than the block, and is
+  ordered before the present access when older than the block's latest barrier. Two accesses
+  conflict when they come from different threads, at least one writes, not both are atomic, and
+  nothing orders them (a barrier, a syncwarp both took part in, or a threadfence-and-atomic
+  release followed by an atomic acquire). A plain write that leaves the element's bits unchanged
+  counts as a read;
+- count the access per source site, and record it when the block is traced.
+Other subscripts (tuples, records' fields by name) keep Numba's own meaning.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import types
+from numba.core.errors import TypingError
+from numba.extending import overload, register_jitable
+
+from . import layout as L
+from .lowlevel import (
+    addr_of,
+    load_at,
+    store_at,
+    load_u8,
+    load_u64,
+    record_addr,
+    store_u8,
+    store_u64,
+    trap,
+)
+
+# record layout: stamp (bits 32-63) | site (16-31) | flags (10-12) | thread index in block (0-9)
+_LT_MASK = 1023
+_ATOMIC = 1 << 10
+_MULTI = 1 << 11  # reader record: several threads of the block read in this epoch
+_MULTI_BLOCK = 1 << 12  # reader record: threads of another block read it too
+
+
+@register_jitable
+def fail(c, code, site, a, b, cc, d, e):
+    c[L.ERR_CODE] = code
+    c[L.ERR_SITE] = site
+    c[L.ERR_GT] = c[L.GT]
+    c[L.ERR_A] = a
+    c[L.ERR_B] = b
+    c[L.ERR_C] = cc
+    c[L.ERR_D] = d
+    c[L.ERR_E] = e
+    trap()
+
+
+@register_jitable
+def find_slot(c, addr):
+    """The offset of the slot holding `addr` in the context, or -1."""
+    s = L.HEADER + c[L.LAST_SLOT] * L.SLOT_FIELDS
+    if c[s + L.S_BASE] <= addr < c[s + L.S_END]:
+        return s
+    for k in range(c[L.NSLOTS]):
+        s = L.HEADER + k * L.SLOT_FIELDS
+        if c[s + L.S_BASE] <= addr < c[s + L.S_END]:
+            c[L.LAST_SLOT] = k
+            return s
+    return -1
+
+
+@register_jitable(forceinline=True)
+def _make(c, site, flags):
+    return np.uint64((c[L.STAMP] << 32) | (site << 16) | flags | c[L.LT])
+
+
+@register_jitable
+def warp_ordered(c, stamp, other_lt):
+    """Whether a syncwarp that both the running thread and `other_lt` took part in happened
+    after `stamp` (and after the block's latest barrier)."""
+    me = c[L.LT]
+    if me // 32 != other_lt // 32:
+        return False
+    both = (np.int64(1) << (me % 32)) | (np.int64(1) << (other_lt % 32))
+    log = c[L.XCH]  # the warp-event log lives at the start of the exchange area
+    for k in range(c[L.WARP_EVENTS]):
+        ev = log + k * 24
+        if np.int64(load_u64(ev)) > stamp and np.int64(load_u64(ev + 8)) == me // 32 \
+                and (np.int64(load_u64(ev + 16)) & both) == both:
+            return True
+    return False
+
+
+@register_jitable
+def released(c, rec):
+    """Whether a record from an earlier block is ordered before the running thread by a
+    threadfence-and-atomic release in its block and an atomic the running block performed since
+    (the Programming Guide's last-block pattern). Atomics themselves count as released."""
+    acquired = max(c[L.ACQUIRE_SEQ], c[L.BLOCK_ACQUIRE])
+    if acquired == 0 or c[L.RELEASES] == 0:
+        return False
+    if rec & _ATOMIC:
+        return True
+    stamp = rec >> 32
+    # the block run that made the record: the last one started at or before its stamp
+    starts = c[L.BLOCK_STARTS]  # [number of blocks started, their first stamps in run order]
+    lo, hi = 1, np.int64(load_u64(starts))
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if np.int64(load_u64(starts + mid * 8)) <= stamp:
+            lo = mid
+        else:
+            hi = mid - 1
+    rel = c[L.RELEASES] + (lo - 1) * 16  # per block run: (its latest fence stamp, the atomic
+    fence_stamp = np.int64(load_u64(rel))  # sequence number of its first atomic after it)
+    release_seq = np.int64(load_u64(rel + 8))
+    return release_seq != 0 and release_seq <= acquired and stamp <= fence_stamp
+
+
+# A slot's descriptor: its fields read once per launch (the driver builds one per static slot,
+# so hot accesses find them in registers rather than in the context).
+D_BASE, D_SHIFT, D_INIT_KIND, D_INIT, D_WREC, D_RREC, D_SPACE, D_WRITABLE, D_FLAGS, D_SLOT = range(10)
+NODESC = (-1, 0, 0, 0, 0, 0, 0, 0, 0, 0)  # an access whose slot is found by address
+TRACE_FLAG = 1 << 8  # in D_FLAGS, beside the check flags
+
+
+@register_jitable(forceinline=True)
+def desc(c, k):
+    """The descriptor of slot `k` (see D_*)."""
+    s = L.HEADER + k * L.SLOT_FIELDS
+    flags = c[L.CHECKS] | (TRACE_FLAG if c[L.TRACE_ON] else 0)
+    return (c[s + L.S_BASE], c[s + L.S_SHIFT], c[s + L.S_INIT_KIND], c[s + L.S_INIT],
+            c[s + L.S_WREC], c[s + L.S_RREC], c[s + L.S_SPACE], c[s + L.S_WRITABLE], flags,
+            np.int64(k))
+
+
+@register_jitable
+def _conflict(c, site, slot, e, rec, writes, other_writes):
+    fail(c, L.E_RACE, site, slot, e, np.int64(rec), 1 if writes else 0, 1 if other_writes else 0)
+
+
+@register_jitable(forceinline=True)
+def _check_writer(c, site, slot, wrec, e, lo, atomic, writes):
+    """Check the element's writer record against the running thread's access."""
+    w = np.int64(load_u64(wrec + e * 8))
+    ws = w >> 32
+    if ws < lo:
+        return
+    if ws < c[L.BLOCK_STAMP]:  # written by an earlier block of this launch
+        if atomic and (w & _ATOMIC):
+            return
+        if released(c, w):
+            return
+        _conflict(c, site, slot, e, w, writes, True)
+    if (w & _LT_MASK) == c[L.LT] or ws < c[L.BARRIER_STAMP]:
+        return
+    if atomic and (w & _ATOMIC):
+        return
+    if c[L.WARP_EVENTS] > 0 or c[L.XCH] != 0:
+        if warp_ordered(c, ws, w & _LT_MASK):
+            return
+    _conflict(c, site, slot, e, w, writes, True)
+
+
+@register_jitable(forceinline=True)
+def _record_read(c, site, rrec, e, lo):
+    rp = rrec + e * 8
+    r = np.int64(load_u64(rp))
+    rs = r >> 32
+    bs = c[L.BLOCK_STAMP]
+    if rs < lo or (bs <= rs < c[L.BARRIER_STAMP]):
+        store_u64(rp, _make(c, site, 0))
+    elif rs >= bs:
+        if (r & _LT_MASK) != c[L.LT] and not (r & _MULTI):
+            store_u64(rp, np.uint64(r | _MULTI))
+    elif not (r & _MULTI_BLOCK):
+        store_u64(rp, np.uint64(r | _MULTI_BLOCK))
+
+
+@register_jitable(forceinline=True)
+def _check_readers(c, site, slot, rrec, e, lo):
+    """A write (or atomic) by the running thread against the element's reader record."""
+    r = np.int64(load_u64(rrec + e * 8))
+    rs = r >> 32
+    if rs < lo:
+        return
+    if rs < c[L.BLOCK_STAMP] or (r & _MULTI_BLOCK):
+        if not released(c, r):
+            _conflict(c, site, slot, e, r, True, False)
+        return
+    if rs < c[L.BARRIER_STAMP]:
+        return
+    if (r & _LT_MASK) == c[L.LT] and not (r & _MULTI):
+        return
+    if not (r & _MULTI) and (c[L.WARP_EVENTS] > 0 or c[L.XCH] != 0):
+        if warp_ordered(c, rs, r & _LT_MASK):
+            return
+    _conflict(c, site, slot, e, r, True, False)
+
+
+@register_jitable(forceinline=True)
+def _write_record(c, site, wrec, e, atomic):
+    wp = wrec + e * 8
+    w = np.int64(load_u64(wp))
+    # a thread's own plain write stays on record under its atomics: others' atomics race it
+    if atomic and (w >> 32) >= c[L.BLOCK_STAMP] and (w & _LT_MASK) == c[L.LT] \
+            and not (w & _ATOMIC):
+        return
+    store_u64(wp, _make(c, site, _ATOMIC if atomic else 0))
+
+
+@register_jitable
+def _trace(c, site, slot, e, kind):
+    n = c[L.TRACE_N]
+    if n >= c[L.TRACE_CAP]:
+        fail(c, L.E_TRACE_FULL, site, n, 0, 0, 0, 0)
+    row = c[L.TRACE_COLS] + n * (L.TRACE_FIELDS * 8)
+    seq_at = c[L.TRACE_SEQ] + (c[L.LT] * c[L.NSITES] + site) * 8  # [thread][site] counters
+    seq = np.int64(load_u64(seq_at))
+    store_u64(seq_at, seq + 1)
+    store_u64(row, c[L.GT])
+    store_u64(row + 8, site)
+    store_u64(row + 16, slot)
+    store_u64(row + 24, e)
+    store_u64(row + 32, kind)
+    store_u64(row + 40, c[L.PHASE])
+    store_u64(row + 48, seq)
+    c[L.TRACE_N] = n + 1
+
+
+@register_jitable
+def _undefined_read(c, site, slot, e):
+    c[L.UNDEF] += 1
+    c[L.UNDEF_SITE] = site
+    c[L.UNDEF_SLOT] = slot
+    c[L.UNDEF_ELEM] = e
+
+
+@register_jitable
+def _dynamic(c, site, addr, isz):
+    """The descriptor of the slot holding `addr` (an access whose slot the transform could not
+    know); counts the access, which static accesses count in the kernel's own variables."""
+    s = find_slot(c, addr)
+    if s < 0:
+        cnt = c[L.SITE_BASE] + site * L.SITE_FIELDS
+        c[cnt + L.SPACE_CONST] += 1
+        c[cnt + 4] = isz
+        return NODESC
+    d = desc(c, (s - L.HEADER) // L.SLOT_FIELDS)
+    cnt = c[L.SITE_BASE] + site * L.SITE_FIELDS
+    c[cnt + d[D_SPACE]] += 1
+    c[cnt + 4] = isz
+    return d
+
+
+@register_jitable(forceinline=True)
+def touch(c, site, d, addr, isz, kind, preserving):
+    """Everything an element access does besides the load or store itself.
+
+    `d`: the slot's descriptor (NODESC: find it by address); kind: KIND_READ, KIND_WRITE or
+    KIND_ATOMIC; `preserving`: a plain write of the bits already there (checked as a read).
+    """
+    if d[D_BASE] < 0:
+        d = _dynamic(c, site, addr, isz)
+        if d[D_BASE] < 0:
+            return
+    flags = d[D_FLAGS]
+    if kind != L.KIND_READ and d[D_WRITABLE] == 0:
+        fail(c, L.E_READONLY, site, d[D_SLOT], 0, 0, 0, 0)
+    shift = d[D_SHIFT]
+    off = addr - d[D_BASE]
+    e = off >> shift if shift >= 0 else off // isz
+    init_kind = d[D_INIT_KIND]
+    if init_kind != L.INIT_NONE:
+        ip = d[D_INIT]
+        if kind != L.KIND_WRITE:
+            if init_kind == L.INIT_BYTE:
+                ok = load_u8(ip + e) != 0
+            else:
+                ok = np.int64(load_u64(ip + e * 8)) >= c[L.BLOCK_STAMP]
+            if not ok and (flags & L.CHECK_UNINITIALIZED):
+                if kind == L.KIND_ATOMIC:
+                    fail(c, L.E_UNINIT, site, d[D_SLOT], e, 0, 0, 0)
+                _undefined_read(c, site, d[D_SLOT], e)
+        if kind != L.KIND_READ:
+            if init_kind == L.INIT_BYTE:
+                store_u8(ip + e, 1)
+            else:
+                store_u64(ip + e * 8, c[L.STAMP])
+    wrec = d[D_WREC]
+    if wrec != 0 and (flags & L.CHECK_RACES):
+        lo = c[L.BLOCK_STAMP] if d[D_SPACE] == L.SPACE_SHARED else c[L.LAUNCH_STAMP]
+        atomic = kind == L.KIND_ATOMIC
+        reads = kind == L.KIND_READ or preserving
+        _check_writer(c, site, d[D_SLOT], wrec, e, lo, atomic, not reads)
+        rrec = d[D_RREC]
+        if reads:
+            if rrec != 0:
+                _record_read(c, site, rrec, e, lo)
+        else:
+            if rrec != 0:
+                _check_readers(c, site, d[D_SLOT], rrec, e, lo)
+            _write_record(c, site, wrec, e, atomic)
+    if flags & TRACE_FLAG:
+        _trace(c, site, d[D_SLOT], e, kind)
+
+
+@register_jitable
+def bounds_fail(c, site, axis, value, extent):
+    fail(c, L.E_BOUNDS, site, axis, value, extent, 0, 0)
+
+
+# -- the overloads the transform calls ----------------------------------------------------------
+def ld(c, obj, idx, site, d, n):
+    """obj[idx] in a kernel."""
+
+
+def st(c, obj, idx, value, site, d, n):
+    """obj[idx] = value in a kernel."""
+
+
+def _full_index(idx) -> int:
+    """How many integer indices `idx` gives (0 when it is not all integers)."""
+    items = idx.types if isinstance(idx, types.BaseTuple) else (idx,)
+    if not all(isinstance(t, (types.Integer, types.IntegerLiteral)) for t in items):
+        return 0
+    return len(items)
+
+
+def _element_source(ndim: int, store: bool, tuple_index: bool, direct: bool) -> str:
+    """Element access for `ndim` integer indices (tuples may mix integer types).
+
+    `direct`: the element is a number or a boolean, loaded and stored at the address computed
+    here (other dtypes, such as records, go through Numba's own indexing)."""
+    args = "c, obj, idx, value, site, d, n" if store else "c, obj, idx, site, d, n"
+    lines = [f"def impl({args}):",
+             "    bc = d[8] & CHECK_BOUNDS if d[0] >= 0 else c[CHECKS] & CHECK_BOUNDS",
+             "    addr = addr_of(obj)"]
+    for k in range(ndim):
+        src = f"idx[{k}]" if tuple_index else "idx"
+        lines += [f"    i{k} = np.int64({src})",
+                  f"    if i{k} < 0 or i{k} >= obj.shape[{k}]:",
+                  "        if bc:",
+                  f"            bounds_fail(c, site, {k}, i{k}, obj.shape[{k}])",
+                  f"        if i{k} < 0:",  # checks off: Numba wraps negative indices
+                  f"            i{k} += obj.shape[{k}]",
+                  f"    addr += i{k} * obj.strides[{k}]"]
+    index = ", ".join(f"i{k}" for k in range(ndim))
+    if store:  # store first, then check: a failed check ends the launch either way
+        if direct:
+            lines += ["    old = load_at(addr, obj)",
+                      "    store_at(addr, value, obj)",
+                      "    touch(c, site, d, addr, obj.itemsize, KIND_WRITE, "
+                      "same_bits(old, load_at(addr, obj)))"]
+        else:
+            lines += [f"    old = obj[{index}]",
+                      f"    obj[{index}] = value",
+                      f"    touch(c, site, d, addr, obj.itemsize, KIND_WRITE, "
+                      f"same_bits(old, obj[{index}]))"]
+    else:
+        lines.append("    touch(c, site, d, addr, obj.itemsize, KIND_READ, False)")
+        lines.append("    return load_at(addr, obj)" if direct else f"    return obj[{index}]")
+    return "\n".join(lines)
+
+
+_IMPLS: dict = {}
+
+
+def _impl_for(ndim: int, store: bool, tuple_index: bool, direct: bool):
+    key = (ndim, store, tuple_index, direct)
+    if key not in _IMPLS:
+        namespace = {"np": np, "addr_of": addr_of, "bounds_fail": bounds_fail, "touch": touch,
+                     "same_bits": same_bits, "CHECKS": L.CHECKS, "CHECK_BOUNDS": L.CHECK_BOUNDS,
+                     "KIND_WRITE": L.KIND_WRITE, "KIND_READ": L.KIND_READ,
+                     "load_at": load_at, "store_at": store_at}
+        source = _element_source(ndim, store, tuple_index, direct)
+        exec(compile(source, f"<gpukit {ndim}-d access>", "exec"), namespace)  # noqa: S102
+        _IMPLS[key] = namespace["impl"]
+    return _IMPLS[key]
+
+
+def _direct(ary: types.Array) -> bool:
+    return isinstance(ary.dtype, (types.Number, types.Boolean))
+
+
+def same_bits(old, new):
+    """Whether `new` (as stored) equals `old` bit for bit (NaNs compare equal to NaNs)."""
+
+
+@overload(same_bits, jit_options={'forceinline': True})
+def _ol_same_bits(old, new):
+    if isinstance(old, types.Float):
+        return lambda old, new: old == new or (old != old and new != new)
+    if isinstance(old, (types.Integer, types.Boolean, types.Complex)):
+        return lambda old, new: old == new
+    return lambda old, new: False
+
+
+@overload(ld, jit_options={'forceinline': True})
+def _ol_ld(c, obj, idx, site, d, n):
+    if isinstance(obj, types.Array):
+        n = _full_index(idx)
+        if n == obj.ndim:
+            return _impl_for(n, False, isinstance(idx, types.BaseTuple), _direct(obj))
+        return _view_impl(obj, idx)
+    if isinstance(obj, types.Record) and isinstance(idx, types.StringLiteral):
+        return _field_load(obj, idx.literal_value)
+    return lambda c, obj, idx, site, d, n: obj[idx]
+
+
+@overload(st, jit_options={'forceinline': True})
+def _ol_st(c, obj, idx, value, site, d, n):
+    if isinstance(obj, types.Array):
+        n = _full_index(idx)
+        if n == obj.ndim:
+            return _impl_for(n, True, isinstance(idx, types.BaseTuple), _direct(obj))
+        raise TypingError("gpukit: assigning to a slice of an array inside a kernel is not "
+                          "supported by numba-cuda either; assign element by element")
+    if isinstance(obj, types.Record) and isinstance(idx, types.StringLiteral):
+        return _field_store(obj, idx.literal_value)
+
+    def impl(c, obj, idx, value, site, d, n):
+        obj[idx] = value
+    return impl
+
+
+def _view_impl(obj, idx):
+    """A partial index or a slice: bounds-check the integer components, return Numba's view."""
+    items = idx.types if isinstance(idx, types.BaseTuple) else (idx,)
+    lines = ["def impl(c, obj, idx, site, d, n):", "    bc = c[CHECKS] & CHECK_BOUNDS"]
+    for k, t in enumerate(items):
+        if isinstance(t, (types.Integer, types.IntegerLiteral)):
+            src = f"idx[{k}]" if isinstance(idx, types.BaseTuple) else "idx"
+            lines += [f"    if bc and (np.int64({src}) < 0 or np.int64({src}) >= obj.shape[{k}]):",
+                      f"        bounds_fail(c, site, {k}, np.int64({src}), obj.shape[{k}])"]
+    lines.append("    return obj[idx]")
+    namespace = {"np": np, "bounds_fail": bounds_fail, "CHECKS": L.CHECKS,
+                 "CHECK_BOUNDS": L.CHECK_BOUNDS}
+    exec("\n".join(lines), namespace)  # noqa: S102
+    return namespace["impl"]
+
+
+def _field_size(rec: types.Record, name: str) -> int:
+    return rec.dtype.fields[name][0].itemsize
+
+
+def _field_load(rec: types.Record, name: str):
+    offset, size = rec.offset(name), _field_size(rec, name)
+
+    def impl(c, obj, idx, site, d, n):
+        touch(c, site, NODESC, record_addr(obj) + offset, size, L.KIND_READ, False)
+        return obj[idx]
+    return impl
+
+
+def _field_store(rec: types.Record, name: str):
+    offset, size = rec.offset(name), _field_size(rec, name)
+
+    def impl(c, obj, idx, value, site, d, n):
+        old = obj[idx]
+        obj[idx] = value
+        touch(c, site, NODESC, record_addr(obj) + offset, size, L.KIND_WRITE,
+              same_bits(old, obj[idx]))
+    return impl

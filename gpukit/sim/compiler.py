@@ -1,0 +1,297 @@
+"""Compile a kernel for the simulator: check it with numba-cuda's typing, rewrite it, build it.
+
+1. numba-cuda types the kernel as it would for a GPU (no GPU and no NVVM needed); a kernel it
+   rejects is rejected here with numba-cuda's own message.
+2. `transform` rewrites the kernel and every device function it calls (once per kernel, so their
+   source sites are the kernel's); device functions with sync points are inlined.
+3. Numba's CPU compiler builds each function and a driver that runs the launch's blocks and
+   threads (`gpukit.sim.sync`). Numba specialises the driver per argument types, as numba-cuda
+   specialises a kernel.
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+import itertools
+import types as pytypes
+from typing import Any
+
+import numba
+import numpy as np
+
+from ..errors import UnsupportedKernelError
+from . import access, atomics, intrinsics, layout, lowlevel, runtime, sync
+from . import layout as L
+from . import names
+from .transform import (
+    CTX,
+    P,
+    Build,
+    SlotSpec,
+    Unit,
+    UnitRewriter,
+    _assign,
+    _call,
+    _const,
+    _name,
+    replace_flush,
+)
+
+_JIT = {"error_model": "numpy", "nogil": True}
+MAX_RECURSIVE_FRAME = 64 * 1024  # local memory per thread when device functions recurse
+
+RUNTIME: dict[str, Any] = {
+    P + "ld": access.ld, P + "st": access.st, P + "getattr": runtime.getattr_,
+    P + "setattr": runtime.setattr_, P + "mark": runtime.mark, P + "end": runtime.end,
+    P + "use": runtime.use, P + "use_vars": runtime.use_vars, P + "len": runtime.len_,
+    P + "raise_": runtime.raise_, P + "print_value": runtime.print_value,
+    P + "print_end": runtime.print_end, P + "shared_static_bytes": runtime.shared_static_bytes,
+    P + "tick": intrinsics.tick, P + "check_step": intrinsics.check_step,
+    P + "assert_": intrinsics.assert_, P + "floordiv": intrinsics.floordiv,
+    P + "mod": intrinsics.mod, P + "divmod_": intrinsics.divmod_,
+    P + "shared_array": intrinsics.shared_array,
+    P + "dynamic_shared_array": intrinsics.dynamic_shared_array,
+    P + "local_array": intrinsics.local_array, P + "thread_frame": intrinsics.thread_frame,
+    P + "push_frame": intrinsics.push_frame, P + "pop_frame": intrinsics.pop_frame,
+    P + "grid": intrinsics.grid, P + "gridsize": intrinsics.gridsize,
+    P + "lanemask_lt": intrinsics.lanemask_lt, P + "nanosleep": intrinsics.nanosleep,
+    P + "laneid": intrinsics.laneid, P + "warpsize": intrinsics.warpsize,
+    P + "thread_idx": intrinsics.thread_idx, P + "block_idx": intrinsics.block_idx,
+    P + "block_dim": intrinsics.block_dim, P + "grid_dim": intrinsics.grid_dim,
+    P + "popc": intrinsics.popc, P + "brev": intrinsics.brev, P + "clz": intrinsics.clz,
+    P + "ffs": intrinsics.ffs, P + "fma": intrinsics.fma, P + "cbrt": intrinsics.cbrt,
+    P + "selp": intrinsics.selp, P + "fence": sync.fence, P + "put": sync.put,
+    P + "value": sync.value, P + "result_i32": sync.result_i32,
+    P + "result_u32": sync.result_u32, P + "result_bool": sync.result_bool,
+    P + "result2_bool": sync.result2_bool,
+    P + "bare": lowlevel.bare, P + "begin_block": sync.begin_block,
+    P + "begin_thread": sync.begin_thread, P + "begin_generators": sync.begin_generators,
+    P + "restore_thread": sync.restore_thread, P + "save_thread": sync.save_thread,
+    P + "runnable": sync.runnable, P + "thread_at": sync.thread_at, P + "resolve": sync.resolve,
+    P + "gen_sizeof": lowlevel.gen_sizeof, P + "gen_put": lowlevel.gen_put,
+    P + "gen_resume": lowlevel.gen_resume, "np": np, P + "NODESC": access.NODESC,
+    P + "desc": access.desc, P + "count": runtime.count,
+}
+for _axis in "xyz":
+    for _what in ("tid", "bid", "bdim", "gdim"):
+        RUNTIME[f"{P}{_what}_{_axis}"] = getattr(intrinsics, f"{_what}_{_axis}")
+for _op, _fn in atomics.ATOMICS.items():
+    RUNTIME[f"{P}atomic_{_op}"] = _fn
+
+
+class KernelBuilder:
+    """Rewrites one kernel and everything it calls into compilable units."""
+
+    def __init__(self, func: pytypes.FunctionType):
+        self.func = func
+        self.build = Build()
+        self._sync: dict[Any, bool] = {}
+        self._units: dict[Any, Unit] = {}
+        self._ids = itertools.count(1)
+        self._inlines = itertools.count(1)
+
+    # -- which functions have sync points ----------------------------------------------------
+    def has_sync(self, func: pytypes.FunctionType, _active: tuple = ()) -> bool:
+        if func in self._sync:
+            return self._sync[func]
+        if func in _active:
+            return False
+        from .source import read_function
+        tree = read_function(func).tree
+        found = False
+        local = _local_names(tree)
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.Call):
+                continue
+            obj = _static(func, node.func, local)
+            if obj is None:
+                continue
+            spec = names.intrinsic(obj)
+            if spec is not None and spec.category == "sync":
+                found = True
+                break
+            callee = names.device_function(obj)
+            if callee is not None and self.has_sync(callee, (*_active, func)):
+                found = True
+                break
+        self._sync[func] = found
+        return found
+
+    # -- units -----------------------------------------------------------------------------
+    def kernel(self) -> Unit:
+        func = self.func
+        generator = self.has_sync(func)
+        params = [a for a in func.__code__.co_varnames[:func.__code__.co_argcount]]
+        for k, name in enumerate(params):
+            self.build.slot(SlotSpec("param", name, param=k))
+        self.build.local_slot = self.build.slot(SlotSpec("local", "local"))
+        rw = UnitRewriter(self.build, func, is_kernel=True,
+                          param_slots={n: k for k, n in enumerate(params)}, generator=generator)
+        rw.builder = self
+        rw.frame_expr = lambda: _call(P + "thread_frame", _name(CTX))
+        body = rw.body(rw.fn.body)
+        if generator and not _yields(body):
+            generator = False
+        unit = Unit(func, f"{P}kernel", True, generator=generator)
+        body = replace_flush(body + [ast.Expr(_call(P + "FLUSH"))], rw.flush())
+        unit.source = _function_source(unit.name, rw.params, rw.prologue() + body)
+        unit.namespace = rw.namespace
+        unit.frame_bytes = rw.frame_bytes
+        unit.calls = rw.calls
+        self._units[func] = unit
+        return unit
+
+    def unit(self, func: pytypes.FunctionType) -> Unit:
+        """The unit of a device function without sync points (rewritten on first use)."""
+        unit = self._units.get(func)
+        if unit is not None:
+            return unit
+        unit = Unit(func, f"{P}fn{next(self._ids)}_{func.__name__}", False)
+        self._units[func] = unit
+        rw = UnitRewriter(self.build, func, is_kernel=False)
+        rw.builder = self
+        rw.frame_var = P + "fp"
+        rw.frame_expr = lambda: _name(P + "fp")
+        body = rw.body(rw.fn.body)
+        prologue = rw.prologue()
+        prologue.insert(0, _assign(P + "fp", _call(P + "push_frame", _name(CTX),
+                                                   _const(rw.frame_bytes))))
+        epilogue = [ast.Expr(_call(P + "FLUSH")),
+                    ast.Expr(_call(P + "pop_frame", _name(CTX), _name(P + "fp")))]
+        if body and isinstance(body[-1], ast.Return):
+            epilogue = []
+        body = replace_flush(body + epilogue, rw.flush())
+        unit.source = _function_source(unit.name, rw.params, prologue + body)
+        unit.namespace = rw.namespace
+        unit.frame_bytes = rw.frame_bytes
+        unit.calls = rw.calls
+        return unit
+
+    def inline(self, caller: UnitRewriter, func: pytypes.FunctionType,
+               call: ast.Call) -> tuple[list[ast.stmt], ast.expr]:
+        """A device function with sync points, inlined at a call: (statements, result)."""
+        if call.keywords:
+            raise caller._unsupported(call, "keyword arguments to a device function")
+        prefix = f"{P}i{next(self._inlines)}_"
+        rw = UnitRewriter(self.build, func, is_kernel=False, prefix=prefix,
+                          generator=caller.generator)
+        rw.builder = self
+        rw.frame_expr = caller.frame_expr
+        rw.frame_owner = caller
+        if len(call.args) != len(rw.params):
+            raise caller._unsupported(call, f"calling {func.__name__} with {len(call.args)} "
+                                            f"arguments instead of {len(rw.params)}")
+        done, result = prefix + "done", prefix + "rv"
+        rw.inline_exit = (done, result)
+        pre: list[ast.stmt] = []
+        for name, arg in zip(rw.params, call.args):
+            pre.append(_assign(rw.local(name), caller.used(arg, L.UNDEF_CALL, call)))
+        pre.append(_assign(done, _const(False)))
+        pre += [_assign(rw.dname(n), _const(True)) for n in rw.tracked]
+        body = rw.body(rw.fn.body)
+        body = _exit_after_loops(body, done)
+        pre.append(ast.While(test=_const(True), body=body + [ast.Break()], orelse=[]))
+        caller.namespace.update(rw.namespace)
+        caller.calls += rw.calls
+        caller.frame_bytes = max(caller.frame_bytes, rw.frame_bytes)
+        return pre, _name(result) if rw.returns_value else _const(None)
+
+    # -- compiling ---------------------------------------------------------------------------
+    def units(self) -> list[Unit]:
+        return list(self._units.values())
+
+
+def _local_names(tree: ast.FunctionDef) -> set[str]:
+    found = {a.arg for a in tree.args.args}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            found.add(node.id)
+    return found
+
+
+def _static(func: pytypes.FunctionType, node: ast.expr, local: set[str]) -> Any:
+    if isinstance(node, ast.Name):
+        if node.id in local:
+            return None
+        obj = names.lookup(func, node.id)
+        return None if names.missing(obj) else obj
+    if isinstance(node, ast.Attribute):
+        base = _static(func, node.value, local)
+        if base is None:
+            return None
+        return getattr(base, node.attr, None)
+    return None
+
+
+def _yields(stmts: list[ast.stmt]) -> bool:
+    return any(isinstance(n, ast.Yield) for s in stmts for n in ast.walk(s))
+
+
+def _exit_after_loops(stmts: list[ast.stmt], done: str) -> list[ast.stmt]:
+    """Inlined bodies leave through `break`: after each loop, leave too if the callee returned."""
+    out: list[ast.stmt] = []
+    for stmt in stmts:
+        if isinstance(stmt, (ast.For, ast.While)):
+            stmt.body = _exit_after_loops(stmt.body, done)
+            out.append(stmt)
+            out.append(ast.If(test=_name(done), body=[ast.Break()], orelse=[]))
+            continue
+        if isinstance(stmt, ast.If):
+            stmt.body = _exit_after_loops(stmt.body, done)
+            stmt.orelse = _exit_after_loops(stmt.orelse, done)
+        out.append(stmt)
+    return out
+
+
+def _function_source(name: str, params: list[str], body: list[ast.stmt]) -> str:
+    fn = ast.FunctionDef(
+        name=name,
+        args=ast.arguments(posonlyargs=[], args=[ast.arg(arg=CTX), ast.arg(arg=P + "D")]
+                           + [ast.arg(arg=p) for p in params],
+                           kwonlyargs=[], kw_defaults=[], defaults=[]),
+        body=body or [ast.Pass()], decorator_list=[], returns=None, type_params=[])
+    module = ast.Module(body=[fn], type_ignores=[])
+    ast.fix_missing_locations(module)
+    return ast.unparse(module)
+
+
+def driver_source(params: list[str], generator: bool, nslots: int) -> str:
+    """The function that runs a launch: every block, every thread."""
+    args = ", ".join(params)
+    call = f"{P}kernel({CTX}, {P}D{', ' if params else ''}{args})"
+    lines = [f"def {P}drive({CTX}{', ' if params else ''}{args}):",
+             f"    {CTX} = {P}bare({CTX})"]
+    lines += [f"    {p} = {P}bare({p})" for p in params]
+    descs = ", ".join(f"{P}desc({CTX}, {k})" for k in range(nslots))
+    lines.append(f"    {P}D = ({descs},)")
+    lines.append(f"    tpb = {CTX}[{L.TPB}]")
+    if not generator:
+        lines += [f"    for run in range({CTX}[{L.NBLOCKS}]):",
+                  f"        {P}begin_block({CTX}, run)",
+                  "        for k in range(tpb):",
+                  f"            {P}begin_thread({CTX}, {P}thread_at({CTX}, k))",
+                  f"            {call}",
+                  "    return 0"]
+        return "\n".join(lines)
+    lines += [f"    proto = {call}",
+              f"    size = {P}gen_sizeof(proto)",
+              "    buf = np.empty(tpb * size, np.uint8)",
+              "    base = buf.ctypes.data",
+              f"    for run in range({CTX}[{L.NBLOCKS}]):",
+              f"        {P}begin_block({CTX}, run)",
+              f"        {P}begin_generators({CTX})",
+              "        for lt in range(tpb):",
+              f"            {P}gen_put(base + lt * size, {call})",
+              "        while True:",
+              "            for k in range(tpb):",
+              f"                lt = {P}thread_at({CTX}, k)",
+              f"                if {P}runnable({CTX}, lt):",
+              f"                    {P}restore_thread({CTX}, lt)",
+              f"                    code = {P}gen_resume(base + lt * size, proto)",
+              f"                    {P}save_thread({CTX}, code)",
+              f"                    {CTX}[{L.GEN_RESUMES}] += 1",
+              f"            if {P}resolve({CTX}) == 0:",
+              "                break",
+              "    return 0"]
+    return "\n".join(lines)

@@ -1,0 +1,379 @@
+"""Running one launch on the simulator: bind the arguments, fill the context, run, report.
+
+The backend validates and normalises the launch (geometry, options, host arrays copied to the
+device) and calls `run`. Here every array argument becomes a memory slot (its allocation's address
+range, written-elements mask and race records), shared and local memory come from a reusable
+`Workspace`, the compiled driver runs with the GIL released while a watchdog thread may stop it,
+and the context it leaves behind becomes statistics, printed output, trace columns or an error.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numba
+import numpy as np
+
+from ..errors import InvalidDeviceArrayError, KernelError
+from . import layout as L
+from .kernel import SimKernel
+from .lowlevel import Trap
+from .memory import DeviceArray, DeviceMemory
+from .report import ErrorContext, kernel_error, format_prints
+
+STAMP_LIMIT = 1 << 31  # records keep 32-bit stamps: renumber long before they wrap
+PRINT_CAPACITY = 1 << 16  # print records per launch (a GPU's printf buffer is bounded too)
+
+
+@dataclass
+class LaunchStats:
+    """What a launch did, counted by the simulator (inputs to the timing model and the log)."""
+
+    global_load_bytes: int = 0
+    global_store_bytes: int = 0
+    shared_load_bytes: int = 0
+    shared_store_bytes: int = 0
+    atomics: int = 0
+    barriers: int = 0  # block-wide barriers passed, summed over blocks
+    static_shared_bytes: int = 0
+    dynamic_shared_bytes: int = 0
+    local_bytes_per_thread: int = 0
+    implicit_transfers: list[str] = field(default_factory=list)
+    sites: list[tuple[int, str, int, int, int]] = field(default_factory=list)
+    # (site, kind, itemsize, global-or-constant executions, shared executions) per access site
+
+
+@dataclass
+class LaunchResult:
+    """What `run` returns to the backend."""
+
+    stats: LaunchStats
+    wall_ms: float
+    trace: Any = None  # (columns, slot descriptions, sites) when a trace was asked for
+    output: str = ""
+
+
+@dataclass(frozen=True)
+class SlotInfo:
+    """A slot as the host describes it (for messages and traces)."""
+
+    label: str
+    space: str
+    shape: tuple[int, ...]
+    dtype: np.dtype
+    array: Any = None  # the DeviceArray of an argument (its view of the allocation)
+
+
+class Workspace:
+    """Scratch memory reused by every launch on one simulated device (no churn)."""
+
+    def __init__(self) -> None:
+        self._buffers: dict[str, np.ndarray] = {}
+
+    def get(self, name: str, nbytes: int, zero: bool = False) -> np.ndarray:
+        buf = self._buffers.get(name)
+        if buf is None or buf.nbytes < nbytes:
+            buf = np.zeros(max(nbytes, 64), np.uint8)
+            self._buffers[name] = buf
+        elif zero:
+            buf[:nbytes] = 0
+        return buf
+
+    def clear_records(self) -> None:
+        """Zero every race record and stamp kept here (when stamps are renumbered)."""
+        for name, buf in self._buffers.items():
+            if name.startswith("rec") or name.endswith("init"):
+                buf[:] = 0
+
+
+class _Watchdog:
+    """One background thread that raises a launch's stop flag when its time is up."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._target: np.ndarray | None = None
+        self._deadline = 0.0
+        self._thread: threading.Thread | None = None
+
+    def arm(self, context: np.ndarray, seconds: float) -> None:
+        with self._cond:
+            self._target, self._deadline = context, time.monotonic() + seconds
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="gpukit-watchdog",
+                                                daemon=True)
+                self._thread.start()
+            self._cond.notify()
+
+    def disarm(self) -> None:
+        with self._cond:
+            self._target = None
+
+    def _run(self) -> None:
+        with self._cond:
+            while True:
+                if self._target is None:
+                    self._cond.wait()
+                    continue
+                left = self._deadline - time.monotonic()
+                if left <= 0:
+                    self._target[L.STOP] = 1
+                    self._target = None
+                    continue
+                self._cond.wait(left)
+
+
+WATCHDOG = _Watchdog()
+
+
+def _shift(itemsize: int) -> int:
+    return itemsize.bit_length() - 1 if itemsize & (itemsize - 1) == 0 else -1
+
+
+def run(kernel: SimKernel, memory: DeviceMemory, workspace: Workspace, args: tuple, *,
+        grid: tuple[int, int, int], block: tuple[int, int, int], dynamic_shared_bytes: int,
+        checks: dict[str, bool], schedule: str, seed: int | None, watchdog_s: float | None,
+        trace_capacity: int = 0) -> LaunchResult:
+    """Run `kernel` over grid x block threads with `args` (device arrays and scalars)."""
+    tpb = block[0] * block[1] * block[2]
+    nblocks = grid[0] * grid[1] * grid[2]
+    nslots = len(kernel.slots)
+    nsites = max(len(kernel.sites), 1)
+    header = L.HEADER + nslots * L.SLOT_FIELDS
+    c = np.zeros(header + nsites * L.SITE_FIELDS, np.int64)
+    keep: list[Any] = []  # everything the context points at stays alive until the end
+    infos: list[Any] = [None] * nslots
+    values = _bind(kernel, memory, args, checks, c, keep, infos)
+    flags = sum(bit for name, bit in L.CHECK_NAMES.items() if checks.get(name, True))
+    c[L.CHECKS] = flags
+    c[L.BDX], c[L.BDY], c[L.BDZ] = block
+    c[L.GDX], c[L.GDY], c[L.GDZ] = grid
+    c[L.TPB], c[L.NBLOCKS] = tpb, nblocks
+    c[L.NSLOTS], c[L.SITE_BASE], c[L.NSITES] = nslots, header, nsites
+    if memory.race_stamp + 1 >= STAMP_LIMIT:
+        _renumber(memory, workspace)
+    c[L.STAMP] = memory.race_stamp
+    c[L.LAUNCH_STAMP] = memory.race_stamp + 1
+    _shared(kernel, workspace, c, dynamic_shared_bytes, infos)
+    _local(kernel, workspace, c, tpb, infos)
+    if kernel.generator:
+        xch = workspace.get("xch", L.xch_bytes(tpb), zero=True)
+        c[L.XCH] = xch.ctypes.data
+    if kernel.generator or kernel.uses_fences:
+        starts = np.zeros(nblocks + 1, np.int64)
+        keep.append(starts)
+        c[L.BLOCK_STARTS] = starts.ctypes.data
+    if kernel.uses_fences:
+        releases = np.zeros(2 * nblocks, np.int64)
+        keep.append(releases)
+        c[L.RELEASES] = releases.ctypes.data
+    if schedule == "shuffle":
+        rng = np.random.default_rng(seed)
+        order = rng.permutation(nblocks).astype(np.int64)
+        torder = rng.permutation(tpb).astype(np.int64)
+        keep += [order, torder]
+        c[L.ORDER], c[L.TORDER] = order.ctypes.data, torder.ctypes.data
+    prints = None
+    if kernel.print_strings is not None and any(s.kind == "call" for s in kernel.sites.items):
+        prints = np.zeros(PRINT_CAPACITY * L.PRINT_FIELDS, np.int64)
+        c[L.PRINT_BUF], c[L.PRINT_CAP] = prints.ctypes.data, PRINT_CAPACITY
+    columns = None
+    if trace_capacity:
+        columns = np.zeros(trace_capacity * L.TRACE_FIELDS, np.int64)
+        seq = np.zeros(tpb * nsites, np.int64)
+        keep += [columns, seq]
+        c[L.TRACE_COLS], c[L.TRACE_CAP], c[L.TRACE_SEQ] = columns.ctypes.data, trace_capacity, \
+            seq.ctypes.data
+        c[L.TRACE_ON] = 1
+    driver = _compiled_driver(kernel, values)
+    start = time.perf_counter()
+    error = None
+    if watchdog_s:
+        WATCHDOG.arm(c, watchdog_s)
+    try:
+        driver(c, *values)
+    except Trap:
+        error = "trap"
+    except (ZeroDivisionError, IndexError, ValueError, OverflowError, SystemError) as exc:
+        error = exc
+    finally:
+        if watchdog_s:
+            WATCHDOG.disarm()
+    wall_ms = (time.perf_counter() - start) * 1e3
+    memory.race_stamp = int(c[L.STAMP])
+    output = format_prints(kernel, c, prints) if prints is not None else ""
+    if output:
+        sys.stdout.write(output)
+        sys.stdout.flush()
+    if error is not None:
+        ctx = ErrorContext(kernel, c, infos, grid, block)
+        if error == "trap":
+            raise kernel_error(ctx)
+        raise KernelError(f"{type(error).__name__}: {error}", kernel=kernel.name) from error
+    _settle_init_masks(args)
+    stats = _stats(kernel, c, dynamic_shared_bytes, infos)
+    trace = None
+    if columns is not None:
+        n = int(c[L.TRACE_N])
+        trace = (columns[:n * L.TRACE_FIELDS].reshape(n, L.TRACE_FIELDS).copy(), infos,
+                 kernel.sites)
+    return LaunchResult(stats, wall_ms, trace, output)
+
+
+def _compiled_driver(kernel: SimKernel, values: list) -> Any:
+    """The driver, compiled for these argument types before the watchdog starts."""
+    driver = kernel.driver
+    sig = tuple(numba.typeof(v) for v in values)
+    full = (numba.types.Array(numba.int64, 1, "C"), *sig)
+    if full not in driver.overloads:
+        driver.compile(full)
+    return driver
+
+
+def _bind(kernel: SimKernel, memory: DeviceMemory, args: tuple, checks: dict[str, bool],
+          c: np.ndarray, keep: list, infos: list[SlotInfo]) -> list:
+    if len(args) != len(kernel.param_names):
+        raise TypeError(f"kernel '{kernel.name}' takes {len(kernel.param_names)} arguments "
+                        f"({', '.join(kernel.param_names)}), got {len(args)}")
+    written: set[int] = set()
+    read: set[int] = set()
+    for name, arg in zip(kernel.param_names, args):
+        if isinstance(arg, DeviceArray):
+            r, w = kernel.param_usage.get(name, (True, True))
+            alloc_id = arg.allocation.id
+            (written.add(alloc_id) if w else None)
+            (read.add(alloc_id) if r else None)
+    values = []
+    races = checks.get("races", True)
+    uninit = checks.get("uninitialized", True)
+    for k, (name, arg) in enumerate(zip(kernel.param_names, args)):
+        s = L.HEADER + k * L.SLOT_FIELDS
+        if not isinstance(arg, DeviceArray):
+            values.append(arg)
+            infos[k] = SlotInfo(name, "none", (), np.dtype(np.int8))
+            continue
+        alloc = arg.allocation  # raises for a freed array
+        if alloc.memory is not memory:
+            raise InvalidDeviceArrayError(
+                f"argument '{name}' of kernel '{kernel.name}' lives on another backend's "
+                "device; copy it to the host and to this backend's device first")
+        buf = alloc.buffer()
+        base = buf.ctypes.data
+        c[s + L.S_BASE], c[s + L.S_END] = base, base + max(alloc.nbytes, 1)
+        c[s + L.S_SHIFT] = _shift(alloc.dtype.itemsize)
+        c[s + L.S_ITEMSIZE] = alloc.dtype.itemsize
+        c[s + L.S_WRITABLE] = 1
+        c[s + L.S_SPACE] = L.SPACE_GLOBAL
+        c[s + L.S_ELEMS] = alloc.count
+        if uninit:
+            mask = alloc.init_mask()
+            if mask is not None:
+                c[s + L.S_INIT], c[s + L.S_INIT_KIND] = mask.ctypes.data, L.INIT_BYTE
+        if races and alloc.id in written:
+            wrec, rrec = alloc.race_records(alloc.id in read)
+            c[s + L.S_WREC] = wrec.ctypes.data
+            if rrec is not None:
+                c[s + L.S_RREC] = rrec.ctypes.data
+        values.append(arg.host_view())
+        infos[k] = SlotInfo(name, "global", arg.shape, arg.dtype, arg)
+    return values
+
+
+def _shared(kernel: SimKernel, ws: Workspace, c: np.ndarray, dynamic: int,
+            infos: list[SlotInfo]) -> None:
+    static = kernel.static_shared_bytes
+    total = -(-static // 16) * 16 + dynamic
+    region = ws.get("shared", total + 16)
+    c[L.SHARED_BASE] = region.ctypes.data
+    c[L.SHARED_STATIC] = -(-static // 16) * 16
+    c[L.DYN_SHARED] = dynamic
+    for k, spec in enumerate(kernel.slots):
+        if spec.kind not in ("shared", "dynamic_shared"):
+            continue
+        s = L.HEADER + k * L.SLOT_FIELDS
+        if spec.kind == "shared":
+            offset, nbytes, itemsize = spec.offset, spec.nbytes, spec.dtype.itemsize
+            shape = spec.shape
+        else:
+            offset, nbytes, itemsize = int(c[L.SHARED_STATIC]), dynamic, 1
+            shape = (dynamic // spec.dtype.itemsize,)
+        elems = max(nbytes // itemsize, 1)
+        shift = _shift(itemsize)
+        init = ws.get(f"shared{k}init", elems * 8)
+        wrec = ws.get(f"rec{k}w", elems * 8)
+        rrec = ws.get(f"rec{k}r", elems * 8)
+        base = c[L.SHARED_BASE] + offset
+        c[s + L.S_BASE], c[s + L.S_END] = base, base + max(nbytes, 1)
+        c[s + L.S_SHIFT], c[s + L.S_ITEMSIZE] = shift, itemsize
+        c[s + L.S_INIT], c[s + L.S_INIT_KIND] = init.ctypes.data, L.INIT_STAMP
+        c[s + L.S_WREC], c[s + L.S_RREC] = wrec.ctypes.data, rrec.ctypes.data
+        c[s + L.S_SPACE], c[s + L.S_WRITABLE], c[s + L.S_ELEMS] = L.SPACE_SHARED, 1, elems
+        infos[k] = SlotInfo(spec.label, "shared", shape, spec.dtype)
+
+
+def _local(kernel: SimKernel, ws: Workspace, c: np.ndarray, tpb: int, infos: list) -> None:
+    per_thread = -(-max(kernel.local_bytes, 8) // 16) * 16
+    threads = tpb if kernel.generator else 1
+    arena = ws.get("local", per_thread * threads + 16)
+    init = ws.get("localinit", per_thread * threads + 16)
+    k = kernel.local_slot
+    s = L.HEADER + k * L.SLOT_FIELDS
+    base = arena.ctypes.data
+    c[L.LOCAL_BASE], c[L.LOCAL_SIZE] = base, per_thread
+    c[L.LOCAL_STRIDE] = per_thread if kernel.generator else 0
+    c[L.LOCAL_INIT] = init.ctypes.data
+    c[L.LOCAL_KERNEL] = kernel.local_kernel_bytes
+    c[s + L.S_BASE], c[s + L.S_END] = base, base + per_thread * threads
+    c[s + L.S_SHIFT], c[s + L.S_ITEMSIZE] = 0, 1
+    c[s + L.S_INIT], c[s + L.S_INIT_KIND] = init.ctypes.data, L.INIT_BYTE
+    c[s + L.S_SPACE], c[s + L.S_WRITABLE], c[s + L.S_ELEMS] = L.SPACE_LOCAL, 1, per_thread
+    infos[k] = SlotInfo("local", "local", (per_thread,), np.dtype(np.uint8))
+
+
+def _renumber(memory: DeviceMemory, workspace: Workspace) -> None:
+    """Stamps are about to outgrow the records: zero every record and start again."""
+    for alloc in list(memory.live.values()):
+        alloc.clear_race_records()
+    workspace.clear_records()
+    memory.race_stamp = 0
+
+
+def _settle_init_masks(args: tuple) -> None:
+    """Drop the written-elements mask of an allocation the launch finished writing."""
+    for arg in args:
+        if isinstance(arg, DeviceArray) and not arg.is_freed:
+            alloc = arg.allocation
+            mask = alloc._init_mask if hasattr(alloc, "_init_mask") else None
+            if mask is not None and mask.all():
+                alloc.mark_all_initialized()
+
+
+def _stats(kernel: SimKernel, c: np.ndarray, dynamic: int, infos: list) -> LaunchStats:
+    stats = LaunchStats(static_shared_bytes=kernel.static_shared_bytes,
+                        dynamic_shared_bytes=dynamic, barriers=int(c[L.BARRIERS]),
+                        local_bytes_per_thread=kernel.local_bytes)
+    base = int(c[L.SITE_BASE])
+    for index, site in enumerate(kernel.sites.items):
+        row = c[base + index * L.SITE_FIELDS: base + (index + 1) * L.SITE_FIELDS]
+        glob = int(row[L.SPACE_GLOBAL] + row[L.SPACE_CONST])
+        shared = int(row[L.SPACE_SHARED])
+        local = int(row[L.SPACE_LOCAL])
+        if glob == shared == local == 0:
+            continue
+        slot = kernel.site_slots.get(index, -1)
+        itemsize = int(row[4]) if slot < 0 else int(infos[slot].dtype.itemsize)
+        if site.kind == "read":
+            stats.global_load_bytes += glob * itemsize
+            stats.shared_load_bytes += shared * itemsize
+        elif site.kind == "write":
+            stats.global_store_bytes += glob * itemsize
+            stats.shared_store_bytes += shared * itemsize
+        elif site.kind == "atomic":
+            stats.atomics += glob + shared
+            stats.global_load_bytes += glob * itemsize
+            stats.global_store_bytes += glob * itemsize
+        stats.sites.append((index, site.kind, itemsize, glob, shared))
+    return stats

@@ -1,0 +1,220 @@
+"""Low-level building blocks for compiled kernels: raw memory, array views, generators in place.
+
+These are Numba intrinsics (a few lines of LLVM each) that the rest of the simulator's compiled
+code uses: loads and stores at addresses (the launch context keeps addresses, not objects),
+array views over memory the simulator owns, arrays without reference counting (so that passing an
+array to a thread costs nothing), and generators kept in a buffer and resumed where they lie.
+"""
+
+from __future__ import annotations
+
+from llvmlite import ir
+from numba import types
+from numba.core import cgutils
+from numba.extending import intrinsic, overload, register_jitable
+
+
+class Trap(Exception):
+    """Raised by compiled code after it wrote an error into the launch context."""
+
+
+@register_jitable
+def trap() -> None:
+    raise Trap()
+
+
+def _int_ptr(builder, addr, bits):
+    return builder.inttoptr(addr, ir.PointerType(ir.IntType(bits)))
+
+
+def _loader(bits: int, nbtype):
+    @intrinsic
+    def load(typingctx, addr):
+        def codegen(context, builder, signature, args):
+            return builder.load(_int_ptr(builder, args[0], bits))
+        return nbtype(types.intp), codegen
+    return load
+
+
+def _storer(bits: int, nbtype):
+    @intrinsic
+    def store(typingctx, addr, value):
+        def codegen(context, builder, signature, args):
+            value = context.cast(builder, args[1], signature.args[1], nbtype)
+            builder.store(value, _int_ptr(builder, args[0], bits))
+            return context.get_dummy_value()
+        return types.void(types.intp, value), codegen
+    return store
+
+
+load_u8 = _loader(8, types.uint8)
+load_u64 = _loader(64, types.uint64)
+load_i64 = _loader(64, types.int64)
+store_u8 = _storer(8, types.uint8)
+store_u64 = _storer(64, types.uint64)
+store_i64 = _storer(64, types.int64)
+
+
+@intrinsic
+def poll(typingctx, addr):
+    """A volatile int64 load (the watchdog's stop flag, written by another thread)."""
+    def codegen(context, builder, signature, args):
+        inst = builder.load(_int_ptr(builder, args[0], 64))
+        inst.volatile = True
+        return inst
+    return types.int64(types.intp), codegen
+
+
+@intrinsic
+def addr_of(typingctx, arr):
+    """The address of an array's first element."""
+    if not isinstance(arr, types.Array):
+        return None
+
+    def codegen(context, builder, signature, args):
+        ary = context.make_array(signature.args[0])(context, builder, args[0])
+        return builder.ptrtoint(ary.data, ir.IntType(64))
+    return types.intp(arr), codegen
+
+
+@intrinsic
+def record_addr(typingctx, rec):
+    """The address of a record (a structured element, passed around by reference)."""
+    if not isinstance(rec, types.Record):
+        return None
+
+    def codegen(context, builder, signature, args):
+        return builder.ptrtoint(args[0], ir.IntType(64))
+    return types.intp(rec), codegen
+
+
+@intrinsic
+def _bare_array(typingctx, arr):
+    def codegen(context, builder, signature, args):
+        ary = context.make_array(signature.args[0])(context, builder, args[0])
+        out = context.make_array(signature.return_type)(context, builder)
+        for name in ("data", "shape", "strides", "itemsize", "nitems", "parent"):
+            setattr(out, name, getattr(ary, name))
+        out.meminfo = context.get_constant_null(types.MemInfoPointer(types.voidptr))
+        return out._getvalue()
+    return arr(arr), codegen
+
+
+def bare(x):
+    """The same array without a reference count (the host keeps it alive), or `x` itself."""
+
+
+@overload(bare)
+def _ol_bare(x):
+    if isinstance(x, types.Array):
+        return lambda x: _bare_array(x)
+    return lambda x: x
+
+
+@intrinsic
+def typed_ptr(typingctx, addr, proto):
+    """A typed pointer to address `addr`, of the element type of the array `proto`."""
+    dtype = proto.dtype
+
+    def codegen(context, builder, signature, args):
+        llty = context.get_data_type(dtype)
+        return builder.inttoptr(args[0], llty.as_pointer())
+    return types.CPointer(dtype)(types.intp, proto), codegen
+
+
+@intrinsic
+def gen_sizeof(typingctx, gen):
+    """Bytes one generator of this type takes when stored."""
+    def codegen(context, builder, signature, args):
+        data = context.data_model_manager[signature.args[0]].get_data_type()
+        return context.get_constant(types.intp, context.get_abi_sizeof(data))
+    return types.intp(gen), codegen
+
+
+@intrinsic
+def gen_put(typingctx, addr, gen):
+    """Store a new generator at `addr` (a buffer of gen_sizeof bytes)."""
+    def codegen(context, builder, signature, args):
+        data = context.data_model_manager[signature.args[1]].get_data_type()
+        builder.store(builder.load(args[1]), builder.inttoptr(args[0], data.as_pointer()))
+        return context.get_dummy_value()
+    return types.void(types.intp, gen), codegen
+
+
+@intrinsic
+def gen_resume(typingctx, addr, proto):
+    """Resume the generator stored at `addr` (of the type of `proto`) where it lies.
+
+    Returns the int64 it yields, or -2 once it is exhausted; its exceptions propagate.
+    """
+    gen_type = proto
+
+    def codegen(context, builder, signature, args):
+        data = context.data_model_manager[gen_type].get_data_type()
+        ptr = builder.inttoptr(args[0], data.as_pointer())
+        impl = context.get_generator_impl(gen_type)
+        status, value = impl(context, builder, types.int64(gen_type), [ptr])
+        context.add_linking_libs(getattr(impl, "libs", ()))
+        out = cgutils.alloca_once_value(builder, context.get_constant(types.int64, -2))
+        with cgutils.if_likely(builder, status.is_ok):
+            builder.store(context.cast(builder, value, gen_type.yield_type, types.int64), out)
+        failed = builder.and_(status.is_error, builder.not_(status.is_stop_iteration))
+        with cgutils.if_unlikely(builder, failed):
+            context.call_conv.return_status_propagate(builder, status)
+        return builder.load(out)
+    return types.int64(types.intp, proto), codegen
+
+
+@intrinsic
+def bits_of(typingctx, value):
+    """The bits of a number as int64 (floats reinterpreted, narrower ints sign/zero-extended)."""
+    if isinstance(value, types.Float):
+        width = value.bitwidth
+
+        def codegen(context, builder, signature, args):
+            as_int = builder.bitcast(args[0], ir.IntType(width))
+            return builder.sext(as_int, ir.IntType(64)) if width < 64 else as_int
+        return types.int64(value), codegen
+    if isinstance(value, (types.Integer, types.Boolean)):
+        def codegen(context, builder, signature, args):
+            return context.cast(builder, args[0], signature.args[0], types.int64)
+        return types.int64(value), codegen
+    return None
+
+
+@intrinsic
+def from_bits(typingctx, bits, proto):
+    """The inverse of bits_of: an int64 reinterpreted as the type of `proto`."""
+    target = proto
+
+    def codegen(context, builder, signature, args):
+        if isinstance(target, types.Float):
+            width = target.bitwidth
+            raw = builder.trunc(args[0], ir.IntType(width)) if width < 64 else args[0]
+            return builder.bitcast(raw, context.get_value_type(target))
+        return context.cast(builder, args[0], types.int64, target)
+    return target(types.int64, proto), codegen
+
+
+@intrinsic
+def load_at(typingctx, addr, proto):
+    """The element of the array `proto`'s type stored at address `addr`."""
+    dtype = proto.dtype
+
+    def codegen(context, builder, signature, args):
+        ptr = builder.inttoptr(args[0], context.get_data_type(dtype).as_pointer())
+        return context.unpack_value(builder, dtype, ptr)
+    return dtype(types.intp, proto), codegen
+
+
+@intrinsic
+def store_at(typingctx, addr, value, proto):
+    """Store `value` (converted to the element type of `proto`) at address `addr`."""
+    dtype = proto.dtype
+
+    def codegen(context, builder, signature, args):
+        ptr = builder.inttoptr(args[0], context.get_data_type(dtype).as_pointer())
+        converted = context.cast(builder, args[1], signature.args[1], dtype)
+        context.pack_value(builder, dtype, converted, ptr)
+        return context.get_dummy_value()
+    return types.void(types.intp, value, proto), codegen

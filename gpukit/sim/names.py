@@ -1,0 +1,168 @@
+"""What the names in a kernel refer to: numba.cuda intrinsics, device functions, constants.
+
+A kernel refers to `numba.cuda` by whatever name it likes (`cuda`, `nb.cuda`, a factory's
+parameter, `from numba.cuda import threadIdx`). The transform resolves every name the kernel does
+not assign itself, and every attribute chain rooted at one, against the function's closure,
+globals and builtins when the kernel is compiled (as Numba does), and asks `classify` what the
+object is. Intrinsics are recognised by identity with numba-cuda's own objects, or by name for
+objects from a `numba.cuda` module that is not the one imported here (Numba's CUDA simulator).
+"""
+
+from __future__ import annotations
+
+import builtins
+import types as pytypes
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+_MISSING = object()
+
+# intrinsic name -> (category, helper or sync kind)
+#   coord: cuda.threadIdx etc. (attribute x/y/z), value: a value needing the context,
+#   call: a call taking the context first, pure: a call that needs nothing else,
+#   sync: a sync point (block or warp), atomic, shared, local, const, fence
+_DIM3 = {"threadIdx": "thread_idx", "blockIdx": "block_idx", "blockDim": "block_dim",
+         "gridDim": "grid_dim"}
+_VALUES = {"laneid": "laneid", "warpsize": "warpsize"}
+_CALLS = {"grid": "grid", "gridsize": "gridsize", "lanemask_lt": "lanemask_lt",
+          "nanosleep": "nanosleep"}
+_PURE = {"popc": "popc", "brev": "brev", "clz": "clz", "ffs": "ffs", "fma": "fma",
+         "cbrt": "cbrt", "selp": "selp"}
+_FENCES = ("threadfence", "threadfence_block", "threadfence_system")
+# sync intrinsics: name -> (kind constant name in layout, result accessor)
+SYNCS = {
+    "syncthreads": ("K_BARRIER", None),
+    "syncthreads_count": ("K_SYNC_COUNT", "i32"),
+    "syncthreads_and": ("K_SYNC_AND", "i32"),
+    "syncthreads_or": ("K_SYNC_OR", "i32"),
+    "syncwarp": ("K_SYNCWARP", None),
+    "shfl_sync": ("K_SHFL_IDX", "value"),
+    "shfl_up_sync": ("K_SHFL_UP", "value"),
+    "shfl_down_sync": ("K_SHFL_DOWN", "value"),
+    "shfl_xor_sync": ("K_SHFL_XOR", "value"),
+    "all_sync": ("K_ALL", "bool"),
+    "any_sync": ("K_ANY", "bool"),
+    "eq_sync": ("K_EQ", "bool"),
+    "ballot_sync": ("K_BALLOT", "i32"),
+    "match_any_sync": ("K_MATCH_ANY", "i32"),
+    "match_all_sync": ("K_MATCH_ALL", "pair"),
+    "activemask": ("K_ACTIVEMASK", "u32"),
+}
+ATOMIC_NAMES = ("add", "sub", "and_", "or_", "xor", "exch", "inc", "dec", "max", "min",
+                "nanmax", "nanmin", "cas", "compare_and_swap")
+
+
+@dataclass(frozen=True)
+class Intrinsic:
+    """A numba.cuda object a kernel uses: its category and what implements it."""
+
+    category: str
+    name: str
+    helper: str | None = None
+
+
+_TABLE: dict[int, Intrinsic] | None = None
+_KEEP: list[Any] = []  # the objects whose ids key _TABLE (so the ids stay theirs)
+
+
+def _build() -> dict[int, Intrinsic]:
+    from numba import cuda
+
+    table: dict[int, Intrinsic] = {}
+
+    def add(obj: Any, spec: Intrinsic) -> None:
+        _KEEP.append(obj)
+        table[id(obj)] = spec
+
+    add(cuda, Intrinsic("module", "cuda"))
+    for name, helper in _DIM3.items():
+        add(getattr(cuda, name), Intrinsic("coord", name, helper))
+    for name, helper in _VALUES.items():
+        add(getattr(cuda, name), Intrinsic("value", name, helper))
+    for name, helper in _CALLS.items():
+        add(getattr(cuda, name), Intrinsic("call", name, helper))
+    for name, helper in _PURE.items():
+        add(getattr(cuda, name), Intrinsic("pure", name, helper))
+    for name in _FENCES:
+        add(getattr(cuda, name), Intrinsic("fence", name, "fence"))
+    for name in SYNCS:
+        add(getattr(cuda, name), Intrinsic("sync", name))
+    add(cuda.atomic, Intrinsic("namespace", "atomic"))
+    for name in ATOMIC_NAMES:
+        add(getattr(cuda.atomic, name), Intrinsic("atomic", name))
+    add(cuda.shared, Intrinsic("namespace", "shared"))
+    add(cuda.shared.array, Intrinsic("shared", "shared.array"))
+    add(cuda.local, Intrinsic("namespace", "local"))
+    add(cuda.local.array, Intrinsic("local", "local.array"))
+    add(cuda.const, Intrinsic("namespace", "const"))
+    add(cuda.const.array_like, Intrinsic("const", "const.array_like"))
+    return table
+
+
+def _table() -> dict[int, Intrinsic]:
+    global _TABLE
+    if _TABLE is None:
+        _TABLE = _build()
+    return _TABLE
+
+
+_BY_NAME = {**{n: Intrinsic("coord", n, h) for n, h in _DIM3.items()},
+            **{n: Intrinsic("value", n, h) for n, h in _VALUES.items()},
+            **{n: Intrinsic("call", n, h) for n, h in _CALLS.items()},
+            **{n: Intrinsic("pure", n, h) for n, h in _PURE.items()},
+            **{n: Intrinsic("fence", n, "fence") for n in _FENCES},
+            **{n: Intrinsic("sync", n) for n in SYNCS}}
+
+
+def intrinsic(obj: Any) -> Intrinsic | None:
+    """The intrinsic `obj` is, or None."""
+    spec = _table().get(id(obj))
+    if spec is not None:
+        return spec
+    module = getattr(obj, "__module__", None) or ""
+    if isinstance(obj, pytypes.ModuleType):
+        if obj.__name__ == "numba.cuda":
+            return Intrinsic("module", "cuda")
+        return None
+    if module.startswith("numba.cuda") and not hasattr(obj, "py_func"):
+        name = getattr(obj, "__name__", None) or type(obj).__name__
+        return _BY_NAME.get(name)
+    return None
+
+
+def device_function(obj: Any) -> pytypes.FunctionType | None:
+    """The Python function of a device function (a numba-cuda or numba dispatcher), or None."""
+    py_func = getattr(obj, "py_func", None)
+    if isinstance(py_func, pytypes.FunctionType) and hasattr(obj, "targetoptions"):
+        return py_func
+    return None
+
+
+def is_device_array(obj: Any) -> bool:
+    """A device array captured by a kernel as a global (gpukit's or numba-cuda's)."""
+    return hasattr(obj, "__cuda_array_interface__") or type(obj).__name__ == "DeviceArray"
+
+
+def lookup(func: pytypes.FunctionType, name: str) -> Any:
+    """The object a free name of `func` refers to (closure, then globals, then builtins)."""
+    code = func.__code__
+    if name in code.co_freevars and func.__closure__:
+        cell = func.__closure__[code.co_freevars.index(name)]
+        try:
+            return cell.cell_contents
+        except ValueError:  # an empty cell
+            return _MISSING
+    if name in func.__globals__:
+        return func.__globals__[name]
+    return getattr(builtins, name, _MISSING)
+
+
+def missing(obj: Any) -> bool:
+    return obj is _MISSING
+
+
+def is_constant_array(obj: Any) -> bool:
+    """A host numpy array a kernel reads as a global: Numba freezes it as a constant."""
+    return isinstance(obj, np.ndarray)

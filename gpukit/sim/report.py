@@ -1,0 +1,304 @@
+"""Turning what compiled code left in the launch context into words: errors and printed output.
+
+Compiled code reports an error as a code and a few numbers (layout.Err); this module names the
+kernel, the thread, the block, the source line, the array and element, and says how to fix it.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..errors import (
+    BarrierError,
+    KernelArithmeticError,
+    KernelError,
+    KernelTimeoutError,
+    LaunchConfigError,
+    OutOfBoundsError,
+    RaceConditionError,
+    UninitializedMemoryError,
+)
+from . import layout as L
+from .runtime import P_BOOL, P_CLOSE, P_END, P_FLOAT, P_INT, P_OPEN, P_UINT
+
+
+class TraceCapacityError(LaunchConfigError):
+    """A traced launch made more accesses than the trace could hold (the backend words it)."""
+
+
+@dataclass
+class ErrorContext:
+    kernel: Any
+    c: np.ndarray
+    infos: list
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
+
+    @property
+    def tpb(self) -> int:
+        return self.block[0] * self.block[1] * self.block[2]
+
+    def thread(self, lt: int) -> tuple[int, int, int]:
+        bx, by, _ = self.block
+        return (lt % bx, (lt // bx) % by, lt // (bx * by))
+
+    def block_coords(self, blin: int) -> tuple[int, int, int]:
+        gx, gy, _ = self.grid
+        return (blin % gx, (blin // gx) % gy, blin // (gx * gy))
+
+    def site(self, index: int) -> Any:
+        return self.kernel.sites[index] if 0 <= index < len(self.kernel.sites) else None
+
+    def _array(self, field: int, count: int) -> np.ndarray:
+        addr = int(self.c[field])
+        ptr = ctypes.cast(addr, ctypes.POINTER(ctypes.c_int64))
+        return np.ctypeslib.as_array(ptr, shape=(count,))
+
+    def block_of_stamp(self, stamp: int) -> int:
+        """The linear block that was running when `stamp` was current."""
+        c = self.c
+        if stamp >= c[L.BLOCK_STAMP]:
+            return int(c[L.BLIN])
+        if c[L.BLOCK_STARTS] != 0:
+            started = int(self._array(L.BLOCK_STARTS, 1)[0])
+            starts = self._array(L.BLOCK_STARTS, started + 1)[1:]
+            run = int(np.searchsorted(starts, stamp, side="right")) - 1
+        else:
+            run = int(stamp - c[L.LAUNCH_STAMP])
+        if c[L.ORDER] != 0:
+            return int(self._array(L.ORDER, int(c[L.NBLOCKS]))[max(run, 0)])
+        return max(run, 0)
+
+    def where(self, slot: int, element: int) -> str:
+        info = self.infos[slot] if 0 <= slot < len(self.infos) else None
+        if info is None:
+            return f"element {element}"
+        index = _index(info, element, self.c, slot)
+        return f"{info.label}[{index}]"
+
+    def space(self, slot: int) -> str:
+        return self.infos[slot].space if 0 <= slot < len(self.infos) else "global"
+
+
+def _index(info: Any, element: int, c: np.ndarray, slot: int) -> str:
+    shape = info.shape
+    if info.space == "global" and info.array is not None:
+        arr = info.array
+        itemsize = arr.itemsize
+        rel = element - arr.offset_bytes // itemsize
+        strides = [s // itemsize for s in arr.strides]
+        comps = []
+        for axis in sorted(range(len(shape)), key=lambda a: -abs(strides[a])):
+            step = strides[axis]
+            if step == 0:
+                comps.append((axis, 0))
+                continue
+            q, rel = divmod(rel, step)
+            comps.append((axis, q))
+        if rel == 0 and all(0 <= q < shape[a] for a, q in comps):
+            ordered = [q for _, q in sorted(comps)]
+            return ", ".join(str(q) for q in ordered)
+        return f"{element} (element of the whole allocation)"
+    if info.space == "shared" and shape and len(shape) > 1:
+        return ", ".join(str(int(v)) for v in np.unravel_index(element, shape))
+    if info.space == "local":
+        return f"byte {element}"
+    return str(element)
+
+
+_HINTS = {
+    "shared": "shared memory starts uninitialised in every block; have a thread write the "
+              "element, then cuda.syncthreads(), before any thread reads it",
+    "global": "device memory from allocate() (cuda.device_array) starts uninitialised, like "
+              "cudaMalloc's; write it first, or create the array with to_device(host_array)",
+    "local": "cuda.local.array memory starts uninitialised at every call; write the element "
+             "before reading it",
+}
+_USES = {L.UNDEF_BRANCH: "decides a branch with", L.UNDEF_STORE: "stores",
+         L.UNDEF_INDEX: "indexes an array with", L.UNDEF_CALL: "passes on",
+         L.UNDEF_RETURN: "returns", L.UNDEF_SYNC: "hands a warp intrinsic"}
+
+
+def kernel_error(ctx: ErrorContext) -> KernelError:
+    """The gpukit error for the error code in the context."""
+    c = ctx.c
+    code = int(c[L.ERR_CODE])
+    site = ctx.site(int(c[L.ERR_SITE]))
+    gt = int(c[L.ERR_GT])
+    lt, blin = gt % ctx.tpb, gt // ctx.tpb
+    a, b, cc, d, e = (int(c[f]) for f in (L.ERR_A, L.ERR_B, L.ERR_C, L.ERR_D, L.ERR_E))
+    text = site.text if site is not None else "?"
+    where = {"kernel": ctx.kernel.name, "thread": ctx.thread(lt),
+             "block": ctx.block_coords(blin), "lineno": site.lineno if site else None,
+             "filename": site.filename if site else None}
+    label = (site.label or "the array") if site is not None else "the array"
+    if code == L.E_BOUNDS:
+        axis = f"axis {a} of " if a or (site and "," in text) else ""
+        msg = (f"'{text}' indexes {axis}{label} (extent {cc}) at {b}, outside 0..{cc - 1}")
+        if b < 0:
+            msg += ("; negative indices are out of bounds on a GPU (Numba would silently wrap "
+                    "them to the end of the array)")
+        else:
+            msg += (f"; guard the access (e.g. `if i < {label}.shape[{a}]:`) or check the index "
+                    "arithmetic")
+        return OutOfBoundsError(msg, **where)
+    if code == L.E_UNDEF_USE:
+        read = ctx.site(b)
+        read_text = f"line {read.lineno} ('{read.text}')" if read else "an earlier line"
+        msg = (f"'{text}' {_USES.get(a, 'uses')} a value read at {read_text} from "
+               f"{ctx.where(cc, d)}, which was never written: {_HINTS[ctx.space(cc)]}")
+        return UninitializedMemoryError(msg, **where)
+    if code == L.E_UNINIT:
+        msg = (f"'{text}' atomically updates {ctx.where(a, b)}, which was never written: "
+               f"{_HINTS[ctx.space(a)]}")
+        return UninitializedMemoryError(msg, **where)
+    if code == L.E_RACE:
+        return _race(ctx, where, text, a, b, cc, d, e)
+    if code == L.E_DIVZERO:
+        op = ("division", "modulo", "divmod")[a]
+        msg = (f"integer {op} by zero in '{text}' (a GPU returns a meaningless value without "
+               "any error); guard the divisor")
+        return KernelArithmeticError(msg, **where)
+    if code == L.E_BARRIER:
+        other = ctx.site(cc)
+        msg = (f"divergent barrier: thread {ctx.thread(b)} of block {ctx.block_coords(blin)} "
+               f"waits at the barrier at line {other.lineno if other else '?'}, but thread "
+               f"{ctx.thread(a)} waits at the one at line {site.lineno if site else '?'}. Every "
+               "live thread of a block must reach the same barrier the same number of times, "
+               "or the block hangs on a GPU; move the barrier out of the condition")
+        where["thread"] = ctx.thread(a)
+        return BarrierError(msg, **where)
+    if code == L.E_DEADLOCK:
+        msg = (f"deadlock: thread {ctx.thread(a)} waits at '{text}' for lanes of its warp that "
+               "wait at a block barrier (or have returned); on a GPU this block would hang. "
+               "Call warp intrinsics where every lane their mask names reaches them")
+        where["thread"] = ctx.thread(a)
+        return BarrierError(msg, **where)
+    if code == L.E_WARP:
+        where["thread"] = ctx.thread(b)
+        if a == 1:
+            msg = (f"'{text}': thread {ctx.thread(b)} (lane {b % 32}) calls it with mask "
+                   f"{cc:#010x}, which does not include its own lane")
+        elif a == 2:
+            msg = (f"'{text}': the mask names lane {cc % 32} (thread {ctx.thread(cc)}), which "
+                   "has returned from the kernel; name only the lanes that take part, e.g. with "
+                   "cuda.activemask()")
+        else:
+            msg = (f"'{text}': lane {b % 32} reads lane {cc}, which does not take part in this "
+                   "call (it returned, took another branch, or is past the end of the block), "
+                   "so the value is undefined on a GPU")
+        return BarrierError(msg, **where)
+    if code == L.E_WATCHDOG:
+        loop = f" in the loop '{text}'" if site is not None else ""
+        seconds = ctx.kernel.last_watchdog_s if hasattr(ctx.kernel, "last_watchdog_s") else None
+        after = f" after {seconds:g} s" if seconds else ""
+        msg = (f"the watchdog stopped kernel '{ctx.kernel.name}'{after}{loop}. Either a loop "
+               "never ends for some thread, a thread spins waiting for a value another thread "
+               "sets, or the launch is simply large; fix the loop, or raise the limit with "
+               "watchdog_s=...")
+        if site is None:
+            where["lineno"] = where["filename"] = None
+        return KernelTimeoutError(msg, **where)
+    if code == L.E_READONLY:
+        msg = (f"'{text}' writes {label}, which is constant memory: kernels can only read it "
+               "(pass the array as a kernel argument to write it)")
+        return KernelError(msg, **where)
+    if code == L.E_TRACE_FULL:
+        return TraceCapacityError(f"trace capacity {a} reached")
+    if code == L.E_RANGE_STEP:
+        return KernelError(f"'{text}': range() step must not be zero", **where)
+    if code == L.E_ASSERT:
+        return KernelError(f"assertion failed: '{text}'", **where)
+    if code == L.E_RAISE:
+        return KernelError(f"'{text}' raised an exception inside the kernel (numba-cuda reports "
+                           "exceptions from kernels compiled with debug=True)", **where)
+    if code == L.E_LOCAL_OVERFLOW:
+        return KernelError(f"local memory overflow: a device function needs {a:,} more bytes "
+                           f"of local memory than the {b:,} bytes per thread the simulator "
+                           "reserves (unbounded recursion?)", **where)
+    return KernelError(f"simulator error code {code}", **where)
+
+
+def _race(ctx: ErrorContext, where: dict, text: str, slot: int, element: int, rec: int,
+          this_writes: int, other_writes: int) -> RaceConditionError:
+    other_stamp = rec >> 32
+    other_site = ctx.site((rec >> 16) & 0xFFFF)
+    other_lt = rec & 1023
+    other_block = ctx.block_coords(ctx.block_of_stamp(other_stamp))
+    other_thread = ctx.thread(other_lt)
+    verb = ("reads", "writes")
+    same_block = other_block == where["block"]
+    fix = ("put cuda.syncthreads() between the two accesses, or make both atomic"
+           if same_block else
+           "threads of different blocks cannot wait for each other inside one launch: give "
+           "each block its own elements, use atomics, or split the work into two launches")
+    that = (f"line {other_site.lineno} ('{other_site.text}')" if other_site is not None
+            else "another line")
+    site = ctx.site(int(ctx.c[L.ERR_SITE]))
+    this = f"line {site.lineno} ('{text}')" if site is not None else "here"
+    message = (f"data race on {ctx.where(slot, element)}: thread {where['thread']} of block "
+               f"{where['block']} {verb[this_writes]} it at {this}, and thread {other_thread} "
+               f"of block {other_block} {verb[other_writes]} it at {that} with nothing ordering "
+               f"the two; {fix}")
+    return RaceConditionError(message, other_thread=other_thread, other_block=other_block,
+                              other_lineno=other_site.lineno if other_site else None, **where)
+
+
+def format_prints(kernel: Any, c: np.ndarray, buf: np.ndarray) -> str:
+    """What the kernel's print calls printed, formatted as numba-cuda's printf does."""
+    n = int(c[L.PRINT_N])
+    kept = min(n, int(c[L.PRINT_CAP]))
+    rows = buf[:kept * L.PRINT_FIELDS].reshape(kept, L.PRINT_FIELDS)
+    lines: list[str] = []
+    parts: list[str] = []
+    stack: list[list[str]] = []
+    for _, site, tag, bits in rows:
+        arg, code = divmod(int(tag), 16)
+        if code == P_END:
+            texts = dict(parts_by_arg) if (parts_by_arg := _merge(kernel, int(site), arg, parts)) \
+                else {}
+            lines.append(" ".join(texts[k] for k in sorted(texts)))
+            parts = []
+            continue
+        if code == P_OPEN:
+            stack.append([])
+            continue
+        if code == P_CLOSE:
+            items = stack.pop()
+            text = f"({items[0]},)" if len(items) == 1 else f"({', '.join(items)})"
+            (stack[-1] if stack else parts).append((arg, text) if not stack else text)
+            continue
+        text = _format_value(code, int(bits))
+        if stack:
+            stack[-1].append(text)
+        else:
+            parts.append((arg, text))
+    out = "".join(line + "\n" for line in lines)
+    if n > kept:
+        out += (f"[gpukit: {n - kept:,} more printed values were dropped: the kernel's print "
+                "buffer is full, as a GPU's printf buffer would be]\n")
+    return out
+
+
+def _merge(kernel: Any, site: int, nargs: int, parts: list) -> list:
+    texts = {arg: text for arg, text in parts}
+    for (s, arg), literal in kernel.print_strings.items():
+        if s == site:
+            texts[arg] = literal
+    return sorted(texts.items())
+
+
+def _format_value(code: int, bits: int) -> str:
+    if code == P_INT:
+        return str(bits)
+    if code == P_UINT:
+        return str(bits & 0xFFFFFFFFFFFFFFFF)
+    if code == P_FLOAT:
+        return "%f" % np.int64(bits).view(np.float64)
+    if code == P_BOOL:
+        return "True" if bits else "False"
+    return "?"

@@ -1,0 +1,394 @@
+"""Blocks, threads and sync points: what runs between a kernel's threads.
+
+Every kernel runs block by block (in index order, or a seeded shuffled order), and inside a block
+thread by thread. A kernel without sync points runs each thread to its end (`begin_block`,
+`begin_thread`). A kernel with sync points (`syncthreads*`, `syncwarp`, shuffles, votes, ballots,
+matches, `activemask`) runs each thread as a generator that stops at every sync point after
+leaving its operands in the exchange area (`put`); when every live thread has stopped,
+`resolve` completes whatever can complete:
+
+- a warp-level call completes when every live lane its mask names waits at the same call (each
+  lane's mask must name the lane itself); shuffles read the source lane's operand (a source lane
+  that does not take part is an error, its value being undefined on a GPU); `syncwarp` orders
+  memory between the lanes it names;
+- a block-wide barrier completes when every live thread of the block waits at it. Threads that
+  returned no longer count (as on Volta and later). Live threads waiting at different barriers,
+  or at a barrier while others wait at a warp call that needs them, are reported, since that
+  block would hang or misbehave on a GPU.
+This is a legal schedule: threads of a block interleave only at sync points.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, types
+from numba.extending import overload, register_jitable
+
+from . import layout as L
+from .access import fail
+from .lowlevel import bits_of, from_bits, load_i64, poll, store_i64
+
+
+# -- blocks and threads ------------------------------------------------------------------------
+@register_jitable
+def begin_block(c, run):
+    """Set up the `run`-th block to execute (its coordinates, stamps, and counters)."""
+    order = c[L.ORDER]
+    blin = load_i64(order + run * 8) if order != 0 else run
+    gx, gy = c[L.GDX], c[L.GDY]
+    c[L.BLIN] = blin
+    c[L.BX] = blin % gx
+    c[L.BY] = (blin // gx) % gy
+    c[L.BZ] = blin // (gx * gy)
+    c[L.STAMP] += 1
+    c[L.BLOCK_STAMP] = c[L.STAMP]
+    c[L.BARRIER_STAMP] = c[L.STAMP]
+    c[L.PHASE] = 0
+    c[L.WARP_EVENTS] = 0
+    c[L.BLOCK_ACQUIRE] = 0
+    starts = c[L.BLOCK_STARTS]
+    if starts != 0:
+        n = load_i64(starts) + 1
+        store_i64(starts, n)
+        store_i64(starts + n * 8, c[L.STAMP])
+    if c[L.XCH] != 0:
+        full = c[L.XCH] + L.XCH_FULL
+        for w in range(32):
+            store_i64(full + w * 8, 0)
+    if poll(c.ctypes.data + L.STOP * 8) != 0:
+        fail(c, L.E_WATCHDOG, -1, 0, 0, 0, 0, 0)
+
+
+@register_jitable(forceinline=True)
+def thread_at(c, k):
+    """The `k`-th thread of the block to run (a seeded permutation under the shuffle schedule)."""
+    order = c[L.TORDER]
+    return load_i64(order + k * 8) if order != 0 else k
+
+
+@register_jitable(forceinline=True)
+def begin_thread(c, lt):
+    """Make `lt` (a linear thread index in the running block) the running thread."""
+    c[L.LT] = lt
+    if c[L.BDY] == 1 and c[L.BDZ] == 1:
+        c[L.TX] = lt
+    else:
+        bx, by = c[L.BDX], c[L.BDY]
+        c[L.TX] = lt % bx
+        c[L.TY] = (lt // bx) % by
+        c[L.TZ] = lt // (bx * by)
+    c[L.GT] = c[L.BLIN] * c[L.TPB] + lt
+    c[L.LOCAL_SP] = c[L.LOCAL_BASE] + lt * c[L.LOCAL_STRIDE] + c[L.LOCAL_KERNEL]
+    c[L.FENCE_STAMP] = 0
+    c[L.ACQUIRE_SEQ] = 0
+
+
+# -- fences --------------------------------------------------------------------------------
+@register_jitable
+def fence(c):
+    """cuda.threadfence*(): the running thread's writes so far are released by its next atomic."""
+    c[L.FENCE_STAMP] = c[L.STAMP]
+
+
+@register_jitable
+def release(c):
+    """An atomic after a fence: record the release for the running block (see access.released)."""
+    rel = c[L.RELEASES]
+    if rel == 0:
+        return
+    run = load_i64(c[L.BLOCK_STARTS]) - 1
+    at = rel + run * 16
+    store_i64(at, c[L.FENCE_STAMP])
+    store_i64(at + 8, c[L.ATOMIC_SEQ])
+    c[L.FENCE_STAMP] = 0
+
+
+# -- sync points: operands in, results out --------------------------------------------------
+@register_jitable
+def _slot(c):
+    return c[L.XCH] + L.XCH_THREADS + c[L.LT] * (L.XF * 8)
+
+
+def put(c, kind, site, mask, value, arg):
+    """Leave the running thread's operands of a sync point in the exchange area."""
+
+
+@overload(put, jit_options={'forceinline': True})
+def _ol_put(c, kind, site, mask, value, arg):
+    def impl(c, kind, site, mask, value, arg):
+        x = _slot(c)
+        store_i64(x + L.X_KIND * 8, kind)
+        store_i64(x + L.X_SITE * 8, site)
+        store_i64(x + L.X_MASK * 8, np.int64(mask) & 0xFFFFFFFF)
+        store_i64(x + L.X_VALUE * 8, bits_of(value))
+        store_i64(x + L.X_ARG * 8, np.int64(arg))
+    return impl
+
+
+def value(c, proto):
+    """The result of the running thread's sync point, of the type of `proto`."""
+
+
+@overload(value, jit_options={'forceinline': True})
+def _ol_value(c, proto):
+    if isinstance(proto, types.Boolean):
+        return lambda c, proto: load_i64(_slot(c) + L.X_RESULT * 8) != 0
+    return lambda c, proto: from_bits(load_i64(_slot(c) + L.X_RESULT * 8), proto)
+
+
+@register_jitable
+def result_i32(c):
+    return np.int32(load_i64(_slot(c) + L.X_RESULT * 8))
+
+
+@register_jitable
+def result_u32(c):
+    return np.uint32(load_i64(_slot(c) + L.X_RESULT * 8) & 0xFFFFFFFF)
+
+
+@register_jitable
+def result_bool(c):
+    return load_i64(_slot(c) + L.X_RESULT * 8) != 0
+
+
+@register_jitable
+def result2_bool(c):
+    return load_i64(_slot(c) + L.X_RESULT2 * 8) != 0
+
+
+# -- resolving what the waiting threads can complete ---------------------------------------------
+@register_jitable
+def _get(x, lt, field):
+    return load_i64(x + (lt * L.XF + field) * 8)
+
+
+@register_jitable
+def _set(x, lt, field, v):
+    store_i64(x + (lt * L.XF + field) * 8, v)
+
+
+@register_jitable
+def _lane_bits(x, lo, hi, site, kind):
+    """Bit mask (by lane in warp) of the lanes in [lo, hi) waiting at `site` with `kind`."""
+    bits = np.int64(0)
+    for lt in range(lo, hi):
+        if _get(x, lt, L.X_STATUS) == L.WAITING and _get(x, lt, L.X_SITE) == site \
+                and _get(x, lt, L.X_KIND) == kind:
+            bits |= np.int64(1) << (lt - lo)
+    return bits
+
+
+@register_jitable
+def _warp_call(c, x, w, lt0, checks):
+    """Try to complete the warp call lane `lt0` waits at; True when it did."""
+    tpb = c[L.TPB]
+    lo = w * 32
+    hi = min(tpb, lo + 32)
+    site = _get(x, lt0, L.X_SITE)
+    kind = _get(x, lt0, L.X_KIND)
+    group = _lane_bits(x, lo, hi, site, kind)
+    if kind == L.K_ACTIVEMASK:  # the lanes that are here now, whoever else comes later
+        for lt in range(lo, hi):
+            if (group >> (lt - lo)) & 1:
+                _set(x, lt, L.X_RESULT, group)
+                _set(x, lt, L.X_STATUS, L.RUNNABLE)
+        return True
+    exists = (np.int64(1) << (hi - lo)) - 1
+    needed = np.int64(0)
+    for lt in range(lo, hi):
+        if (group >> (lt - lo)) & 1:
+            m = _get(x, lt, L.X_MASK)
+            if checks and not (m >> (lt - lo)) & 1:
+                fail(c, L.E_WARP, site, 1, lt, m, 0, 0)  # the mask leaves out its own lane
+            needed |= m
+    needed &= exists
+    for lt in range(lo, hi):
+        if (needed >> (lt - lo)) & 1 and not (group >> (lt - lo)) & 1:
+            st = _get(x, lt, L.X_STATUS)
+            if st == L.EXITED:
+                if checks:
+                    fail(c, L.E_WARP, site, 2, lt0, lt, 0, 0)  # names a lane that returned
+            else:
+                return False  # a named lane has not arrived yet
+    if checks and (_get(x, lt0, L.X_MASK) & ~exists) != 0 and kind != L.K_SYNCWARP:
+        pass  # lanes past the end of the block: nothing to wait for
+    _complete_warp(c, x, lo, hi, group, kind, site, checks)
+    return True
+
+
+@register_jitable
+def _complete_warp(c, x, lo, hi, group, kind, site, checks):
+    if kind == L.K_SYNCWARP:
+        c[L.STAMP] += 1
+        live = np.int64(0)
+        for lt in range(lo, hi):
+            if _get(x, lt, L.X_STATUS) != L.EXITED:
+                live |= np.int64(1) << (lt - lo)
+        if group == live:
+            store_i64(c[L.XCH] + L.XCH_FULL + (lo // 32) * 8, c[L.STAMP])
+        else:
+            n = c[L.WARP_EVENTS]
+            if n < L.XCH_LOG_CAP:
+                ev = c[L.XCH] + n * 24
+                store_i64(ev, c[L.STAMP])
+                store_i64(ev + 8, lo // 32)
+                store_i64(ev + 16, group)
+                c[L.WARP_EVENTS] = n + 1
+    for lt in range(lo, hi):
+        if not (group >> (lt - lo)) & 1:
+            continue
+        lane = lt - lo
+        m = _get(x, lt, L.X_MASK) & group
+        arg = _get(x, lt, L.X_ARG)
+        own = _get(x, lt, L.X_VALUE)
+        res = own
+        res2 = np.int64(0)
+        if kind >= L.K_SHFL_IDX and kind <= L.K_SHFL_XOR:
+            if kind == L.K_SHFL_IDX:
+                src = arg & 31
+            elif kind == L.K_SHFL_UP:
+                src = lane - arg
+            elif kind == L.K_SHFL_DOWN:
+                src = lane + arg
+            else:
+                src = lane ^ arg
+            if 0 <= src < 32:
+                if (group >> src) & 1:
+                    res = _get(x, lo + src, L.X_VALUE)
+                elif checks:
+                    fail(c, L.E_WARP, site, 3, lt, src, 0, 0)  # reads a lane not taking part
+        elif kind == L.K_ALL or kind == L.K_ANY or kind == L.K_EQ or kind == L.K_BALLOT:
+            yes = np.int64(0)
+            for k in range(32):
+                if (m >> k) & 1 and _get(x, lo + k, L.X_VALUE) != 0:
+                    yes |= np.int64(1) << k
+            if kind == L.K_ALL:
+                res = 1 if yes == m else 0
+            elif kind == L.K_ANY:
+                res = 1 if yes != 0 else 0
+            elif kind == L.K_EQ:
+                res = 1 if (yes == m or yes == 0) else 0
+            else:
+                res = yes
+        elif kind == L.K_MATCH_ANY or kind == L.K_MATCH_ALL:
+            same = np.int64(0)
+            for k in range(32):
+                if (m >> k) & 1 and _get(x, lo + k, L.X_VALUE) == own:
+                    same |= np.int64(1) << k
+            if kind == L.K_MATCH_ANY:
+                res = same
+            else:
+                res = m if same == m else 0
+                res2 = 1 if same == m else 0
+        _set(x, lt, L.X_RESULT, res)
+        _set(x, lt, L.X_RESULT2, res2)
+        _set(x, lt, L.X_STATUS, L.RUNNABLE)
+
+
+@register_jitable
+def _block_barrier(c, x, checks):
+    """Complete a block-wide barrier if every live thread waits at one; False otherwise."""
+    tpb = c[L.TPB]
+    first = -1
+    for lt in range(tpb):
+        st = _get(x, lt, L.X_STATUS)
+        if st == L.EXITED:
+            continue
+        kind = _get(x, lt, L.X_KIND)
+        if kind >= L.K_SYNCWARP:  # waits for lanes that wait at a barrier (or returned)
+            fail(c, L.E_DEADLOCK, _get(x, lt, L.X_SITE), lt, first, 0, 0, 0)
+        if first < 0:
+            first = lt
+        elif checks and (_get(x, lt, L.X_SITE) != _get(x, first, L.X_SITE)
+                         or kind != _get(x, first, L.X_KIND)):
+            fail(c, L.E_BARRIER, _get(x, lt, L.X_SITE), lt, first, _get(x, first, L.X_SITE),
+                 0, 0)
+    if first < 0:
+        return False
+    kind = _get(x, first, L.X_KIND)
+    count = 0
+    live = 0
+    acquire = c[L.BLOCK_ACQUIRE]
+    for lt in range(tpb):
+        if _get(x, lt, L.X_STATUS) == L.EXITED:
+            continue
+        live += 1
+        if _get(x, lt, L.X_VALUE) != 0:
+            count += 1
+        acquire = max(acquire, _get(x, lt, L.X_ACQUIRE))
+    if kind == L.K_SYNC_COUNT:
+        res = count
+    elif kind == L.K_SYNC_AND:
+        res = 1 if count == live else 0
+    else:
+        res = 1 if count > 0 else 0
+    c[L.STAMP] += 1
+    c[L.BARRIER_STAMP] = c[L.STAMP]
+    c[L.PHASE] += 1
+    c[L.WARP_EVENTS] = 0
+    c[L.BLOCK_ACQUIRE] = acquire
+    c[L.BARRIERS] += 1
+    for lt in range(tpb):
+        if _get(x, lt, L.X_STATUS) == L.WAITING:
+            _set(x, lt, L.X_RESULT, res)
+            _set(x, lt, L.X_ARRIVALS, _get(x, lt, L.X_ARRIVALS) + 1)
+            _set(x, lt, L.X_STATUS, L.RUNNABLE)
+    return True
+
+
+@njit(cache=True, nogil=True)
+def resolve(c):
+    """Complete what the block's waiting threads can complete. Returns how many threads are
+    runnable afterwards (0: every thread has returned)."""
+    x = c[L.XCH] + L.XCH_THREADS
+    tpb = c[L.TPB]
+    checks = (c[L.CHECKS] & L.CHECK_BARRIERS) != 0
+    if poll(c.ctypes.data + L.STOP * 8) != 0:
+        fail(c, L.E_WATCHDOG, -1, 0, 0, 0, 0, 0)
+    live = 0
+    for lt in range(tpb):
+        if _get(x, lt, L.X_STATUS) != L.EXITED:
+            live += 1
+    if live == 0:
+        return 0
+    progressed = False
+    for lt in range(tpb):
+        if _get(x, lt, L.X_STATUS) == L.WAITING and _get(x, lt, L.X_KIND) >= L.K_SYNCWARP:
+            if _warp_call(c, x, lt // 32, lt, checks):
+                progressed = True
+    if not progressed and not _block_barrier(c, x, checks):
+        return 0
+    return live
+
+
+@register_jitable
+def begin_generators(c):
+    """Mark every thread of the running block runnable (before its first resume)."""
+    x = c[L.XCH] + L.XCH_THREADS
+    for lt in range(c[L.TPB]):
+        for f in range(L.XF):
+            _set(x, lt, f, 0)
+
+
+@register_jitable
+def save_thread(c, code):
+    """After a resume: the thread's status and its fence/acquire state."""
+    x = c[L.XCH] + L.XCH_THREADS
+    lt = c[L.LT]
+    _set(x, lt, L.X_STATUS, L.EXITED if code < 0 else L.WAITING)
+    _set(x, lt, L.X_FENCE, c[L.FENCE_STAMP])
+    _set(x, lt, L.X_ACQUIRE, c[L.ACQUIRE_SEQ])
+
+
+@register_jitable
+def restore_thread(c, lt):
+    """Before a resume: make `lt` the running thread, with its fence/acquire state."""
+    x = c[L.XCH] + L.XCH_THREADS
+    begin_thread(c, lt)
+    c[L.FENCE_STAMP] = _get(x, lt, L.X_FENCE)
+    c[L.ACQUIRE_SEQ] = _get(x, lt, L.X_ACQUIRE)
+
+
+@register_jitable
+def runnable(c, lt):
+    return _get(c[L.XCH] + L.XCH_THREADS, lt, L.X_STATUS) == L.RUNNABLE
