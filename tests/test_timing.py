@@ -19,9 +19,9 @@ from numba import cuda
 from gpukit import timing
 from gpukit.backends.cpu import CPUBackend, modeled_copy_ms
 from gpukit.devices import get_profile
-from gpukit.errors import ImplicitTransferWarning
-from gpukit.sim.streams import PinnedArray, is_pinned, model_kernel
-from gpukit.timing import Timing, bandwidth_sweep, launch_log, time_kernel, timer
+from gpukit.errors import ImplicitTransferWarning, InvalidArgumentError
+from gpukit.sim.streams import PinnedArray, is_pinned
+from gpukit.timing import Timing, bandwidth_sweep, launch_log, model_kernel, time_kernel, timer
 
 matplotlib.use("Agg")
 
@@ -90,7 +90,7 @@ def test_roofline_terms_and_bound():
     compute = model_kernel(T4, 320 * 10**6, flops=8.1e10)  # 10 ms at 8.1 TFLOP/s
     assert compute.compute_ms == pytest.approx(10.0) and compute.bound == "compute"
     assert compute.ms == pytest.approx(T4.launch_overhead_us * 1e-3 + 10.0)
-    with pytest.raises(ValueError, match="must be >= 0"):
+    with pytest.raises(InvalidArgumentError, match="^bytes_moved must be an int >= 0, got -1$"):
         model_kernel(T4, -1)
 
 
@@ -134,11 +134,11 @@ def test_time_kernel_finds_the_backend_of_a_compiled_kernel(be):
 
 @pytest.mark.parametrize(("option", "value", "message"), [
     ("repeat", 0, "repeat must be an int >= 1, got 0"),
-    ("repeat", 1.5, "repeat must be an int >= 1, got 1.5"),
+    ("repeat", 1.5, "repeat must be an int >= 1, got float 1.5"),
     ("warmup", -1, "warmup must be an int >= 0, got -1"),
 ])
 def test_time_kernel_rejects_bad_counts(be, option, value, message):
-    with pytest.raises(ValueError, match=message):
+    with pytest.raises(InvalidArgumentError, match=f"^{message}$"):
         time_kernel(vadd, 1, 32, *_vadd_args(be, 32), backend=be, **{option: value})
 
 

@@ -15,11 +15,12 @@ from typing import Any
 
 import numpy as np
 
+from ..devices import BANK_WIDTH_BYTES, SECTOR_BYTES, SHARED_MEM_BANKS, WARP_SIZE
+from ..utils import ceil_div
 from .recorder import KINDS, SPACES, Trace, TraceError
 
-SECTOR_BYTES = 32
-BANKS = 32
-BANK_BYTES = 4
+BANKS = SHARED_MEM_BANKS
+BANK_BYTES = BANK_WIDTH_BYTES
 COUNTED = (("global", "read"), ("global", "write"), ("global", "atomic"),
            ("shared", "read"), ("shared", "write"), ("shared", "atomic"))
 
@@ -93,7 +94,7 @@ class _Requests:
     def __init__(self, trace: Trace, space: str):
         self.events = np.flatnonzero(trace.space_of_events() == SPACES.index(space))
         col = trace.columns
-        warps = trace.blocks * -(-trace.threads_per_block // 32)
+        warps = trace.blocks * ceil_div(trace.threads_per_block, WARP_SIZE)
         warp = trace.warp_of_events()[self.events]
         key = col["call"][self.events] * warps + warp
         _, first, self.of_event = np.unique(key, return_index=True, return_inverse=True)
@@ -233,7 +234,7 @@ def coalescing(trace: Trace) -> CoalescingReport:
     pairs, _ = req.distinct_units(SECTOR_BYTES)
     sectors = np.bincount(pairs, minlength=req.count)
     nbytes = req.distinct_bytes()
-    min_sectors = -(-nbytes // SECTOR_BYTES)
+    min_sectors = ceil_div(nbytes, SECTOR_BYTES)
     requests = {"site": req.site, "array": req.array, "kind": req.kind, "warp": req.warp,
                 "lanes": req.lanes, "bytes": nbytes, "sectors": sectors,
                 "min_sectors": min_sectors}
@@ -311,7 +312,7 @@ def bank_conflicts(trace: Trace) -> BankConflictReport:
     per_bank = np.bincount(pair_req * BANKS + word % BANKS, minlength=req.count * BANKS)
     ways = per_bank.reshape(req.count, BANKS).max(axis=1, initial=0) if req.count \
         else np.zeros(0, np.int64)
-    ideal = -(-words // BANKS)
+    ideal = ceil_div(words, BANKS)
     requests = {"site": req.site, "array": req.array, "kind": req.kind, "warp": req.warp,
                 "lanes": req.lanes, "words": words, "ways": ways, "ideal": ideal}
     sites = []

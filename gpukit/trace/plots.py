@@ -15,9 +15,10 @@ from typing import Any
 
 import numpy as np
 
+from ..devices import WARP_SIZE
 from .recorder import KINDS, SPACES, Trace, TraceError
 
-WRAP = 32  # 1-D arrays longer than this are drawn in rows of 32 (a warp's width)
+WRAP = WARP_SIZE  # 1-D arrays longer than this are drawn in rows of a warp's width
 MAX_STRIPES = 4  # more threads on one element: a grey cell with their number
 GAP = 3.0
 

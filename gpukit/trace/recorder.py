@@ -14,7 +14,9 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import GpukitError, LaunchConfigError
+from ..devices import WARP_SIZE
+from ..errors import GpukitError, InvalidOptionError, LaunchConfigError, OptionTypeError
+from ..utils import c_strides, ceil_div
 
 KINDS = ("read", "write", "atomic")
 SPACES = ("global", "shared", "local", "const")
@@ -68,14 +70,6 @@ class Access:
                 f"({self.space}, phase {self.phase}, line {self.lineno}: {self.text})")
 
 
-def _c_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
-    strides, step = [], 1
-    for n in reversed(shape):
-        strides.append(step)
-        step *= n
-    return tuple(reversed(strides))
-
-
 def element_numbers(rel: np.ndarray, shape: tuple[int, ...], estrides: tuple[int, ...]
                     ) -> np.ndarray:
     """Row-major element numbers within `shape` of buffer offsets `rel` (strided layout).
@@ -83,7 +77,7 @@ def element_numbers(rel: np.ndarray, shape: tuple[int, ...], estrides: tuple[int
     `rel` = sum(index[i] * estrides[i]); strides may be in any order or negative (views), as long
     as the layout does not overlap itself, which holds for every slice of a contiguous array.
     """
-    if tuple(estrides) == _c_strides(shape):
+    if tuple(estrides) == c_strides(shape):
         return rel.astype(np.int64, copy=False)
     rem = rel.astype(np.int64) - sum((n - 1) * s for n, s in zip(shape, estrides) if s < 0)
     comps: list[Any] = [0] * len(shape)
@@ -107,9 +101,12 @@ class Recorder:
     """
 
     def __init__(self, max_events: int = DEFAULT_MAX_EVENTS):
-        if isinstance(max_events, bool) or not isinstance(max_events, (int, np.integer)) \
-                or max_events < 1:
-            raise ValueError(f"max_events must be a positive int, got {max_events!r}")
+        if isinstance(max_events, (bool, np.bool_)) or not isinstance(max_events,
+                                                                      (int, np.integer)):
+            raise OptionTypeError(f"max_events must be a positive int, got "
+                                  f"{type(max_events).__name__} {max_events!r}")
+        if max_events < 1:
+            raise InvalidOptionError(f"max_events must be a positive int, got {max_events!r}")
         self.max_events = int(max_events)
         self.events = 0
         self._chunks: list[tuple] = []
@@ -130,12 +127,12 @@ class Recorder:
             return None
         if option is True:
             return cls(max_events)
-        if isinstance(option, (int, np.integer)):
+        if isinstance(option, (int, np.integer)) and not isinstance(option, np.bool_):
             return cls(int(option))
-        if callable(getattr(option, "record", None)):
+        if callable(getattr(option, "record", None)):  # a recorder of one's own (documented)
             return option
-        raise ValueError(f"trace must be True, False, a max_events int or a "
-                         f"gpukit.trace.Recorder, got {option!r}")
+        raise OptionTypeError(f"trace must be True, False, a max_events int or a "
+                              f"gpukit.trace.Recorder, got {option!r}")
 
     # -- called by the simulator -------------------------------------------------------------
     def record(self, group: Any, sim_array: Any, kind: str, lanes: np.ndarray | None,
@@ -212,7 +209,7 @@ class Recorder:
             "site": np.repeat(np.array([c[6] for c in chunks], np.int32), sizes),
             "call": np.repeat(np.arange(len(chunks), dtype=np.int64), sizes),
         }
-        from ..sim.transform import SITES
+        from ..sim.transform import SITES  # lazy: `import gpukit` does not load the simulator
 
         sites = {int(s): SITES[int(s)] for s in np.unique(columns["site"])}
         self._trace = Trace(name, tuple(grid), tuple(block), tuple(self._arrays), sites,
@@ -283,9 +280,9 @@ class Trace:
     def warp_of_events(self) -> np.ndarray:
         """Each event's warp, numbered across the launch (32 consecutive linear threads)."""
         tpb = self.threads_per_block
-        per_block = -(-tpb // 32)
+        per_block = ceil_div(tpb, WARP_SIZE)
         thread = self.columns["thread"]
-        return (thread // tpb) * per_block + (thread % tpb) // 32
+        return (thread // tpb) * per_block + (thread % tpb) // WARP_SIZE
 
     # -- reading it ---------------------------------------------------------------------------
     def accesses(self, thread: Any = None, block: Any = None, space: str | None = None,

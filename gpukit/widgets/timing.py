@@ -16,6 +16,8 @@ from typing import Any
 import ipywidgets as ipw
 from matplotlib.figure import Figure
 
+from ..timing import bandwidth_sweep, time_kernel
+from ..utils import ceil_div, size_text
 from ._base import GpukitWidget, WidgetControlError, field
 
 __all__ = ["TimingPlot", "block_size_timing", "problem_size_timing", "timing_plot",
@@ -31,13 +33,6 @@ DEFAULT_BLOCK_SIZES = (32, 64, 128, 256, 512, 1024)
 def series_label(kind: str) -> str:
     """"measured: wall clock", "measured: CUDA events" or "modeled (not measured)"."""
     return _MEASURED.get(kind, "modeled (not measured)" if kind == "modeled" else kind)
-
-
-def _size_text(nbytes: float) -> str:
-    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if nbytes >= size:
-            return f"{nbytes / size:.3g} {unit}"
-    return f"{nbytes:g} B"
 
 
 def _number(x: float) -> str:
@@ -200,7 +195,7 @@ class TimingPlot(GpukitWidget):
             ax.plot([r.size_bytes for r in rows], [r.gb_per_s for r in rows], marker="o",
                     markersize=3, linestyle="--" if kind == "modeled" else "-", label=label)
             peak = max(rows, key=lambda r: r.gb_per_s)
-            lines.append(f"  {label}: {peak.gb_per_s:.3g} GB/s at {_size_text(peak.size_bytes)}")
+            lines.append(f"  {label}: {peak.gb_per_s:.3g} GB/s at {size_text(peak.size_bytes)}")
         if not series:
             lines.append("  no series selected")
         ax.set_xscale("log", base=2)
@@ -228,18 +223,12 @@ def timing_plot(kernel_times: Any = None, bandwidth: Iterable[Any] | None = None
                       log_scale=log_scale)
 
 
-def _grid_for(n: int, threads_per_block: int) -> int:
-    return -(-n // threads_per_block)
-
-
 def block_size_timing(kernel: Any, n: int, *args: Any,
                       block_sizes: Sequence[int] = DEFAULT_BLOCK_SIZES, backend: Any = None,
                       repeat: int | None = None, **options: Any) -> TimingPlot:
     """Time `kernel[ceil(n / b), b](*args)` for each block size b with `gpukit.timing.time_kernel`
     (options such as flops= pass through) and plot time against threads per block."""
-    from ..timing import time_kernel
-
-    times = {b: time_kernel(kernel, _grid_for(n, b), b, *args, backend=backend, repeat=repeat,
+    times = {b: time_kernel(kernel, ceil_div(n, b), b, *args, backend=backend, repeat=repeat,
                             **options) for b in block_sizes}
     return timing_plot(times, x="threads_per_block",
                        title=f"{_name(kernel)}: n = {n:,}, time against block size")
@@ -251,9 +240,7 @@ def problem_size_timing(kernel: Any, args_for: Callable[[int], Sequence[Any]],
                         **options: Any) -> TimingPlot:
     """Time `kernel[ceil(n / threads_per_block), threads_per_block](*args_for(n))` for each n in
     `sizes` with `gpukit.timing.time_kernel`, and plot time against the problem size."""
-    from ..timing import time_kernel
-
-    times = {n: time_kernel(kernel, _grid_for(n, threads_per_block), threads_per_block,
+    times = {n: time_kernel(kernel, ceil_div(n, threads_per_block), threads_per_block,
                             *args_for(n), backend=backend, repeat=repeat, **options)
              for n in sizes}
     return timing_plot(times, x="n", title=f"{_name(kernel)}: {threads_per_block} threads/block, "
@@ -264,8 +251,6 @@ def transfer_bandwidth(backend: Any = None, sizes: Iterable[int] | None = None,
                        directions: Sequence[str] = ("h2d", "d2h"), *,
                        repeat: int = 3) -> TimingPlot:
     """Run `gpukit.timing.bandwidth_sweep` for each direction, pinned and pageable, and plot it."""
-    from ..timing import bandwidth_sweep
-
     extra = {} if sizes is None else {"sizes": list(sizes)}
     rows = [row for direction in directions
             for row in bandwidth_sweep(backend, direction=direction, repeat=repeat, **extra)]
