@@ -209,6 +209,10 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the `gpukit` command; returns the exit status."""
     parser = build_parser()
+    if argv is not None and (isinstance(argv, str) or not all(isinstance(a, str) for a in argv)):
+        print(f"gpukit: error: the arguments must be a list of strings, got {argv!r}",
+              file=sys.stderr)
+        return 2
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # argparse exits 2 on bad arguments (0 for --help)

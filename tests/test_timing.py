@@ -133,9 +133,10 @@ def test_time_kernel_finds_the_backend_of_a_compiled_kernel(be):
 
 
 @pytest.mark.parametrize(("option", "value", "message"), [
-    ("repeat", 0, "repeat must be an int >= 1, got 0"),
-    ("repeat", 1.5, "repeat must be an int >= 1, got float 1.5"),
-    ("warmup", -1, "warmup must be an int >= 0, got -1"),
+    ("repeat", 0, "repeat must be an int from 1 to 10000, got 0"),
+    ("repeat", 1.5, "repeat must be an int from 1 to 10000, got float 1.5"),
+    ("repeat", 2**64, "repeat must be an int from 1 to 10000, got 18446744073709551616"),
+    ("warmup", -1, "warmup must be an int from 0 to 10000, got -1"),
 ])
 def test_time_kernel_rejects_bad_counts(be, option, value, message):
     with pytest.raises(InvalidArgumentError, match=f"^{message}$"):
@@ -196,10 +197,12 @@ def test_bandwidth_sweep_other_directions(be, direction):
     ({"sizes": [0]}, "sizes must be positive ints of bytes"),
     ({"sizes": []}, "sizes must be positive ints of bytes"),
     ({"pinned": "yes"}, "pinned must be True, False or a sequence of them"),
-    ({"repeat": 0}, "repeat must be an int >= 1"),
+    ({"repeat": 0}, "repeat must be an int from 1 to 10000, got 0"),
+    ({"sizes": [2**31]}, "sizes must be positive ints of bytes, at most 1,073,741,824"),
+    ({"sizes": 1024}, "sizes must be positive ints of bytes, got 1024"),
 ])
 def test_bandwidth_sweep_rejects_bad_arguments(be, kwargs, message):
-    with pytest.raises(ValueError, match=message):
+    with pytest.raises(InvalidArgumentError, match=message):
         bandwidth_sweep(be, **{"sizes": [1024], **kwargs})
 
 

@@ -183,7 +183,7 @@ class Backend(ABC):
 
     def supports_feature(self, name: str) -> bool:
         """Whether `name` is one of `capabilities().features`."""
-        return name in self.capabilities().features
+        return isinstance(name, str) and name in self.capabilities().features
 
     # -- additions ---------------------------------------------------------------------------
     @abstractmethod

@@ -25,6 +25,7 @@ from ..errors import (
     InvalidArgumentError,
     InvalidDeviceArrayError,
     TransferError,
+    UnsupportedKernelError,
 )
 from ..launches import LaunchRecord
 from ..sim.kernel import SimKernel, python_function
@@ -276,7 +277,14 @@ class CPUBackend(Backend):
             raise ArgumentTypeError(str(exc)) from None
         kernel = self._kernels.get(py_func)
         if kernel is None or signature is not None:
-            kernel = SimKernel(py_func, self, signature)
+            try:
+                kernel = SimKernel(py_func, self, signature)
+            except SyntaxError as exc:  # source that parses only in context (a lambda, ...)
+                name = py_func.__name__
+                raise UnsupportedKernelError(
+                    f"kernel '{name}': its source cannot be read on its own ({exc.msg}); the "
+                    "simulator needs kernels defined with def in a file or a notebook cell",
+                    kernel=name) from None
             self._kernels[py_func] = kernel
         return kernel
 

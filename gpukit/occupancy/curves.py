@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 from ..devices import ComputeCapability, DeviceProfile, profiles_with_cc
 from ..utils import round_up
@@ -18,6 +19,7 @@ from .calculator import (
     DeviceLike,
     Occupancy,
     OccupancyInputError,
+    OccupancyTypeError,
     check_int,
     occupancy,
     resolve_device,
@@ -77,10 +79,20 @@ def _device_arg(device: DeviceLike) -> tuple[ComputeCapability, DeviceProfile | 
     return cc, (profile if profile is not None else cc)
 
 
+def _values(name: str, values: Any, default: Iterable[int]) -> Iterable[int]:
+    """The values a curve sweeps: `default`, or an iterable of ints (checked point by point)."""
+    if values is None:
+        return default
+    if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
+        raise OccupancyTypeError(f"{name} must be an iterable of ints, got "
+                                 f"{type(values).__name__} {values!r}")
+    return values
+
+
 def _smem_for(shared_mem_bytes: SharedMemSpec, threads_per_block: int) -> int:
     if callable(shared_mem_bytes):
         return check_int(f"shared_mem_bytes({threads_per_block})",
-                        shared_mem_bytes(threads_per_block), 0)
+                         shared_mem_bytes(threads_per_block), 0)
     return shared_mem_bytes
 
 
@@ -93,8 +105,8 @@ def occupancy_vs_block_size(device: DeviceLike, regs_per_thread: int = 32,
     `shared_mem_bytes` may be a function of the block size, as dynamic shared memory often is.
     """
     cc, dev = _device_arg(device)
-    sizes = (range(cc.warp_size, cc.max_threads_per_block + 1, cc.warp_size)
-             if block_sizes is None else block_sizes)
+    sizes = _values("block_sizes", block_sizes,
+                    range(cc.warp_size, cc.max_threads_per_block + 1, cc.warp_size))
     points = tuple(occupancy(dev, b, regs_per_thread, _smem_for(shared_mem_bytes, b), carveout,
                              opt_in) for b in sizes)
     mark = None if current is None else occupancy(
@@ -108,7 +120,7 @@ def occupancy_vs_registers(device: DeviceLike, threads_per_block: int,
                            current: int | None = None) -> Curve:
     """Occupancy for each register count per thread (default: 1 to 255)."""
     cc, dev = _device_arg(device)
-    counts = range(1, cc.max_registers_per_thread + 1) if registers is None else registers
+    counts = _values("registers", registers, range(1, cc.max_registers_per_thread + 1))
     points = tuple(occupancy(dev, threads_per_block, r, shared_mem_bytes, carveout, opt_in)
                    for r in counts)
     mark = None if current is None else occupancy(dev, threads_per_block, current,
@@ -123,9 +135,8 @@ def occupancy_vs_shared_memory(device: DeviceLike, threads_per_block: int,
     """Occupancy for each shared-memory size per block (default: 0 to the per-block limit, in
     steps of the allocation unit)."""
     cc, dev = _device_arg(device)
-    if sizes is None:
-        cap = cc.shared_mem_per_block_optin if opt_in else cc.shared_mem_per_block
-        sizes = range(0, cap + 1, cc.shared_mem_alloc_unit)
+    cap = cc.shared_mem_per_block_optin if opt_in else cc.shared_mem_per_block
+    sizes = _values("sizes", sizes, range(0, cap + 1, cc.shared_mem_alloc_unit))
     points = tuple(occupancy(dev, threads_per_block, regs_per_thread, s, carveout, opt_in)
                    for s in sizes)
     mark = None if current is None else occupancy(dev, threads_per_block, regs_per_thread,

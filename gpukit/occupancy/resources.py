@@ -78,6 +78,11 @@ def _flag(flags: Any, name: str) -> bool:
         return False
 
 
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
 def _type_of(value: Any, position: int) -> Any:
     import numpy as np
     from numba import from_dtype, typeof, types
@@ -85,7 +90,12 @@ def _type_of(value: Any, position: int) -> Any:
     if isinstance(value, types.Type):
         return value
     if isinstance(value, (bool, int, float, complex, np.generic, np.ndarray)):
-        return typeof(value)
+        try:
+            return typeof(value)
+        except Exception as exc:  # noqa: BLE001 - numba: "Int value is too large", odd dtypes
+            raise InspectSignatureError(
+                f"Numba cannot type argument {position} ({type(value).__name__} "
+                f"{_short(value)}): {exc}") from None
     if hasattr(value, "_numba_type_"):  # Numba's own device arrays
         return value._numba_type_
     if all(hasattr(value, name) for name in ("dtype", "ndim", "shape")):  # gpukit, CuPy arrays

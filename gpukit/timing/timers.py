@@ -114,8 +114,11 @@ def _backend_of(kernel: Any, backend: Any) -> Backend:
     return backend
 
 
+MAX_REPEAT = 10_000  # timed launches in one call; more would only take long
+
+
 def _check_counts(repeat: Any, warmup: Any) -> tuple[int, int]:
-    return as_int("repeat", repeat, 1), as_int("warmup", warmup, 0)
+    return as_int("repeat", repeat, 1, MAX_REPEAT), as_int("warmup", warmup, 0, MAX_REPEAT)
 
 
 def _model_details(profile: Any, model: KernelModel) -> dict[str, Any]:

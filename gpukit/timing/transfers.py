@@ -23,11 +23,12 @@ from ..errors import ArgumentTypeError, InvalidArgumentError
 from ..utils import as_int
 from .model import COPY_DIRECTIONS, modeled_copy_ms
 
-__all__ = ["DEFAULT_SIZES", "DIRECTIONS", "MAX_SWEEP_BYTES", "BandwidthRow", "bandwidth_sweep"]
+__all__ = ["DEFAULT_SIZES", "DIRECTIONS", "MAX_REPEAT", "MAX_SWEEP_BYTES", "BandwidthRow", "bandwidth_sweep"]
 
 DIRECTIONS = COPY_DIRECTIONS
 DEFAULT_SIZES = tuple(1024 * 4**k for k in range(9))  # 1 KiB to 64 MiB
 MAX_SWEEP_BYTES = 1 << 30  # copies are real: a sweep's largest copy stays at 1 GiB
+MAX_REPEAT = 10_000
 
 
 @dataclass(frozen=True)
@@ -65,7 +66,7 @@ def _check(sizes: Any, direction: Any, pinned: Any, repeat: Any
         raise InvalidArgumentError(
             f"sizes must be positive ints of bytes, at most {MAX_SWEEP_BYTES:,} (1 GiB), got "
             f"{sizes!r}")
-    repeat = as_int("repeat", repeat, 1)
+    repeat = as_int("repeat", repeat, 1, MAX_REPEAT)
     if isinstance(pinned, (str, bytes)) or not isinstance(pinned, (bool, Iterable)):
         raise ArgumentTypeError(f"pinned must be True, False or a sequence of them, got "
                                 f"{pinned!r}")

@@ -17,7 +17,7 @@ import numpy as np
 
 from ..devices import BANK_WIDTH_BYTES, SECTOR_BYTES, SHARED_MEM_BANKS, WARP_SIZE
 from ..utils import ceil_div
-from .recorder import KINDS, SPACES, Trace, TraceError
+from .recorder import KINDS, SPACES, Trace, TraceInputError, TraceTypeError, check_trace
 
 BANKS = SHARED_MEM_BANKS
 BANK_BYTES = BANK_WIDTH_BYTES
@@ -40,6 +40,8 @@ class ThreadCounts:
     _trace: Trace
 
     def __getitem__(self, name: str) -> np.ndarray:
+        if not isinstance(name, str) or name not in self.counts:
+            raise TraceInputError(f"no count {name!r}; the counts are: {', '.join(self.counts)}")
         return self.counts[name]
 
     def of(self, thread: Any, block: Any = (0, 0, 0)) -> dict[str, int]:
@@ -77,6 +79,7 @@ class ThreadCounts:
 
 def per_thread_counts(trace: Trace) -> ThreadCounts:
     """Global and shared reads, writes and atomics of every thread of the traced launch."""
+    trace = check_trace(trace)
     space = trace.space_of_events()
     col = trace.columns
     counts = {}
@@ -176,12 +179,15 @@ class _Report:
 
     def site(self, key: str | int) -> Any:
         """The summary of the access site whose text (e.g. "a[i]") or line number is `key`."""
+        if isinstance(key, (bool, np.bool_)) or not isinstance(key, (str, int, np.integer)):
+            raise TraceTypeError(f"a site is given by its text (such as 'a[i]') or its line "
+                                 f"number, got {type(key).__name__} {key!r}")
         found = [s for s in self.sites if key in (s.text, s.lineno)]
         if len(found) == 1:
             return found[0]
         known = ", ".join(f"{s.text!r} (line {s.lineno})" for s in self.sites) or "none"
         what = "several sites match" if found else "no site matches"
-        raise TraceError(f"{what} {key!r}; the sites are: {known}")
+        raise TraceInputError(f"{what} {key!r}; the sites are: {known}")
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} of '{self.kernel}': {len(self.sites)} access sites>"
@@ -230,6 +236,7 @@ class CoalescingReport(_Report):
 
 def coalescing(trace: Trace) -> CoalescingReport:
     """Sectors per warp-wide global access, and their efficiency, per request and per site."""
+    trace = check_trace(trace)
     req = _Requests(trace, "global")
     pairs, _ = req.distinct_units(SECTOR_BYTES)
     sectors = np.bincount(pairs, minlength=req.count)
@@ -305,6 +312,7 @@ class BankConflictReport(_Report):
 
 def bank_conflicts(trace: Trace) -> BankConflictReport:
     """The degree of bank conflicts of each warp-wide shared access, per request and per site."""
+    trace = check_trace(trace)
     req = _Requests(trace, "shared")
     pair_req, word = req.distinct_units(BANK_BYTES)
     words = np.bincount(pair_req, minlength=req.count)

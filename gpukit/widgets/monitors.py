@@ -20,7 +20,7 @@ from matplotlib.ticker import MaxNLocator
 from ..backends import current_backend
 from ..backends.base import PRESSURE_LEVELS, Backend, MemoryInfo
 from ..timing.plots import plot_timeline
-from ._base import GpukitWidget, WidgetControlError, field
+from ._base import GpukitWidget, WidgetControlError, check_flag, field
 
 __all__ = ["MemoryMonitor", "TimelineView", "memory_monitor", "timeline_view"]
 
@@ -161,6 +161,7 @@ def memory_monitor(backend: Any = None, *, unit: str = "MiB",
     """
     if backend is None:
         backend = current_backend()
+    check_flag("auto_refresh", auto_refresh)
     if not isinstance(unit, str) or unit not in _UNITS:
         raise WidgetControlError(f"unit must be one of {', '.join(_UNITS)}, got {unit!r}")
     return MemoryMonitor(backend, unit, auto_refresh)
@@ -233,6 +234,7 @@ def timeline_view(backend: Any = None, *, by: str = "stream",
     """
     if backend is None:
         backend = current_backend()
+    check_flag("auto_refresh", auto_refresh)
     if not isinstance(by, str) or by not in ("stream", "engine"):
         raise WidgetControlError(f"by must be 'stream' or 'engine', got {by!r}")
     return TimelineView(backend, by, auto_refresh)

@@ -14,6 +14,7 @@ import ipywidgets as ipw
 from matplotlib.figure import Figure
 
 from ..devices import DeviceProfile, UnknownDeviceError, get_profile, list_profiles
+from ..errors import ArgumentTypeError
 from ..occupancy import Occupancy, best_block_size, calculator_curves, occupancy
 from ..occupancy.resources import (
     DEFAULT_REGS_PER_THREAD,
@@ -44,7 +45,7 @@ class OccupancyExplorer(GpukitWidget):
         self.resources_note: str | None = None
         if kernel is not None:
             if signature is None:
-                raise TypeError("occupancy_explorer(kernel=...) needs signature= (Numba types "
+                raise ArgumentTypeError("occupancy_explorer(kernel=...) needs signature= (Numba types "
                                 "such as 'void(float32[:], int32)', or example arguments)")
             self._read_resources(profile, first=True)
         cc = profile.cc
