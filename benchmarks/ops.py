@@ -18,7 +18,7 @@ import numpy as np
 
 import gpukit
 from gpukit import ops
-from gpukit.sim.streams import model_launch
+from gpukit.timing.model import model_launch
 
 HEADERS = ["op", "shape", "launches", "simulator wall s", "modeled GPU ms (T4)", "GFLOP",
            "max abs error vs numpy"]

@@ -16,15 +16,25 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from .backends import available_backends, get_backend
+from .backends.base import Backend
 from .devices import COMPUTE_CAPABILITIES, DEFAULT_PROFILE, DeviceProfile, GiB, list_profiles
 from .errors import GpukitError
+from .occupancy import (
+    best_block_size,
+    occupancy,
+    occupancy_vs_block_size,
+    occupancy_vs_registers,
+    occupancy_vs_shared_memory,
+)
+from .occupancy.ptxas import ptxas_path, unavailable_reason
 
 _CURVES = {"threads": "threads_per_block", "regs": "regs_per_thread", "smem": "shared_mem_bytes"}
 
 
 def _gpukit_version() -> str:
     try:
-        from . import __version__
+        from . import __version__  # lazy: fails only in a stale editable install, handled below
     except ImportError:  # gpukit imported as a namespace package: a stale editable install
         from importlib.metadata import version
         return version("gpukit")
@@ -45,21 +55,16 @@ def _table(rows: list[list[str]]) -> str:
                      for row in rows)
 
 
-def _device_line(backend: Any) -> str:
-    for attr in ("profile", "device_profile", "device"):
-        value = getattr(backend, attr, None)
-        if isinstance(value, DeviceProfile):
-            return value.describe()
+def _device_line(backend: Backend) -> str:
+    if isinstance(backend.profile, DeviceProfile):
+        return backend.profile.describe()
     caps = backend.capabilities()
-    name = getattr(backend, "device_name", None) or backend.status().device
+    name = backend.device_name
     return (f"{name} (CC {caps.compute_capability[0]}.{caps.compute_capability[1]}, "
             f"{caps.sm_count} SMs, {caps.total_memory_bytes / GiB:.1f} GiB)")
 
 
 def _info(args: argparse.Namespace) -> int:
-    from .backends import available_backends, get_backend
-    from .inspect import ptxas_path, unavailable_reason
-
     print(f"gpukit {_gpukit_version()} on Python {platform.python_version()} "
           f"(numpy {_module_version('numpy')}, numba {_module_version('numba')}, "
           f"CuPy {_module_version('cupy')})")
@@ -125,13 +130,6 @@ def _devices(args: argparse.Namespace) -> int:
 
 
 def _occupancy(args: argparse.Namespace) -> int:
-    from .occupancy import best_block_size, occupancy
-    from .occupancy_curves import (
-        occupancy_vs_block_size,
-        occupancy_vs_registers,
-        occupancy_vs_shared_memory,
-    )
-
     common = {"carveout": args.carveout, "opt_in": args.opt_in}
     threads = args.threads
     if args.best:
@@ -211,6 +209,10 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the `gpukit` command; returns the exit status."""
     parser = build_parser()
+    if argv is not None and (isinstance(argv, str) or not all(isinstance(a, str) for a in argv)):
+        print(f"gpukit: error: the arguments must be a list of strings, got {argv!r}",
+              file=sys.stderr)
+        return 2
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # argparse exits 2 on bad arguments (0 for --help)

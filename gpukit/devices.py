@@ -1,19 +1,29 @@
-"""GPU facts as data: per-compute-capability limits and named device profiles.
+"""GPU facts as data: per-compute-capability limits, memory-system constants, named profiles.
 
-The numbers come from ../shared/reference/gpu-facts.md (NVIDIA's programming guide tables, the
-`cuda_occupancy.h` header and public deviceQuery logs). Nothing here computes: the occupancy
-calculator and the simulator read these tables.
+The numbers come from NVIDIA's CUDA C++ Programming Guide (the compute capability tables), the
+`cuda_occupancy.h` header of the CUDA toolkit and public deviceQuery and bandwidthTest logs.
+Nothing here computes: the occupancy calculator, the timing model, the trace metrics and the
+backends read these tables. Every hardware number gpukit uses is written here, once.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .errors import GpukitError
+from .errors import ArgumentTypeError, GpukitError
 
 KiB = 1024
 MiB = 1024 * KiB
 GiB = 1024 * MiB
+
+# -- facts shared by every compute capability ------------------------------------------------
+WARP_SIZE = 32  # threads per warp
+# Static shared memory a kernel may declare per block (cuda.shared.array with a constant shape);
+# also the cap on static + dynamic shared memory of a launch without the opt-in attribute.
+STATIC_SHARED_MEM_PER_BLOCK = 48 * KiB
+SECTOR_BYTES = 32  # global memory is served in 32-byte sectors (Nsight Compute's unit)
+SHARED_MEM_BANKS = 32  # shared memory: 32 banks ...
+BANK_WIDTH_BYTES = 4  # ... of 4-byte words, one distinct word per bank per cycle
 
 
 class UnknownDeviceError(GpukitError, KeyError):
@@ -25,7 +35,8 @@ class UnknownDeviceError(GpukitError, KeyError):
 
 @dataclass(frozen=True)
 class ComputeCapability:
-    """The limits that depend only on the compute capability (one row of gpu-facts.md section 2)."""
+    """The limits that depend only on the compute capability (one row of the programming guide's
+    table of technical specifications per compute capability)."""
 
     major: int
     minor: int
@@ -37,7 +48,7 @@ class ComputeCapability:
     shared_mem_reserved_per_block: int  # bytes the system keeps per block (CC >= 8.0)
     carveout_kib: tuple[int, ...] | None  # selectable shared-memory capacities; None: fixed
     sub_partitions: int = 4
-    warp_size: int = 32
+    warp_size: int = WARP_SIZE
     max_threads_per_block: int = 1024
     max_block_dim: tuple[int, int, int] = (1024, 1024, 64)
     max_grid_dim: tuple[int, int, int] = (2**31 - 1, 65535, 65535)
@@ -45,7 +56,7 @@ class ComputeCapability:
     registers_per_block: int = 65536
     max_registers_per_thread: int = 255
     register_alloc_unit: int = 256
-    shared_mem_per_block: int = 48 * KiB  # the default cap, without opt-in
+    shared_mem_per_block: int = STATIC_SHARED_MEM_PER_BLOCK  # the default cap, without opt-in
     const_mem_bytes: int = 64 * KiB
 
     @property
@@ -92,6 +103,12 @@ COMPUTE_CAPABILITIES: dict[tuple[int, int], ComputeCapability] = {
 # doubling each generation), and the latency of one small copy. Timing models read these.
 PCIE_X16_GB_S = {3: 15.75, 4: 31.5, 5: 63.0}
 PCIE_LATENCY_US = 10.0
+# The fraction of the link (or, device to device, of memory bandwidth) a copy achieves: pinned
+# buffers stream at close to the link rate; pageable ones go through a staging copy first
+# (roughly half, as bandwidthTest shows); device-to-device copies read and write device memory.
+PINNED_COPY_EFFICIENCY = 0.80
+PAGEABLE_COPY_EFFICIENCY = 0.45
+DEVICE_COPY_EFFICIENCY = 0.80
 
 
 @dataclass(frozen=True)
@@ -130,7 +147,7 @@ class DeviceProfile:
                 f"{self.fp32_tflops:g} TFLOP/s FP32, PCIe Gen{self.pcie_gen})")
 
 
-# Memory: deviceQuery's usable total where gpu-facts.md gives one (T4, L4), else the nominal size.
+# Memory: deviceQuery's usable total where a log gives one (T4, L4), else the nominal size.
 PROFILES: dict[str, DeviceProfile] = {
     p.name: p
     for p in (
@@ -156,11 +173,12 @@ PROFILES: dict[str, DeviceProfile] = {
 DEFAULT_PROFILE = "T4"
 
 
-def _key(name: str) -> str:
+def name_key(name: str) -> str:
+    """A device name reduced for comparisons: lower case, letters and digits only."""
     return "".join(ch for ch in name.lower() if ch.isalnum())
 
 
-_BY_KEY = {_key(alias): p for p in PROFILES.values() for alias in (p.name, *p.aliases)}
+_BY_KEY = {name_key(alias): p for p in PROFILES.values() for alias in (p.name, *p.aliases)}
 
 
 def list_profiles() -> list[DeviceProfile]:
@@ -175,9 +193,10 @@ def get_profile(device: str | DeviceProfile | None = None) -> DeviceProfile:
     if device is None:
         device = DEFAULT_PROFILE
     if not isinstance(device, str):
-        raise TypeError(f"device must be a profile name or a DeviceProfile, not {type(device).__name__}")
+        raise ArgumentTypeError(
+            f"device must be a profile name or a DeviceProfile, not {type(device).__name__}")
     try:
-        return _BY_KEY[_key(device)]
+        return _BY_KEY[name_key(device)]
     except KeyError:
         names = ", ".join(PROFILES)
         raise UnknownDeviceError(f"unknown device profile {device!r}; known profiles: {names}") from None

@@ -12,8 +12,34 @@ class GpukitError(Exception):
     """Root of every gpukit error."""
 
 
+class InvalidArgumentError(GpukitError, ValueError):
+    """A public function was given an argument with an impossible value (a negative count, an
+    unknown name, NaN, ...). The message names the argument, the value and what is allowed."""
+
+
+class ArgumentTypeError(InvalidArgumentError, TypeError):
+    """A public function was given an argument of the wrong type (a string for a number, ...)."""
+
+
+class InvalidOptionError(InvalidArgumentError):
+    """A backend or launch option (checks, schedule, seed, watchdog_s, flops, ...) is not valid."""
+
+
+class OptionTypeError(InvalidOptionError, ArgumentTypeError):
+    """A backend or launch option has the wrong type."""
+
+
 class BackendUnavailableError(GpukitError):
     """A backend was asked for but cannot be used here (no GPU, missing package, ...)."""
+
+
+class BackendError(GpukitError):
+    """A backend broke the backend contract (a factory returned something that is not a
+    Backend), or was asked for something it does not offer."""
+
+
+class UnsupportedOperationError(BackendError, NotImplementedError):
+    """The backend does not offer this operation (streams, timed copies, tracing, ...)."""
 
 
 class LaunchConfigError(GpukitError, ValueError):
@@ -39,8 +65,21 @@ class HostMemoryBudgetError(DeviceMemoryError, MemoryError):
     """Simulating this would take more host memory than the simulator's budget allows."""
 
 
+class HostMemoryError(GpukitError, MemoryError):
+    """The host could not hold an array gpukit was asked to make (numpy's MemoryError)."""
+
+
 class InvalidDeviceArrayError(DeviceMemoryError):
     """A device array was used after it was freed, freed twice, or belongs to another backend."""
+
+
+class HostAccessError(DeviceMemoryError, TypeError):
+    """A device array was used as if it lived on the host: converted to numpy implicitly,
+    iterated, tested for truth, computed with, or assigned element by element."""
+
+
+class DeviceIndexError(DeviceMemoryError, IndexError):
+    """A device array was indexed (to make a view) outside its shape."""
 
 
 class TransferError(GpukitError, ValueError):

@@ -2,8 +2,8 @@
 
 `plan_launch(n, threads_per_block)` (1D) or `plan_launch((rows, cols), (block_x, block_y))` (2D)
 gives the grid a kernel needs to cover the data with one thread per element, how many threads are
-launched and left idle, and the index formulas. Launch limits come from the simulator's own check
-(`gpukit.backends._validate.check_launch`, as every launch is checked). Pure functions: nothing is drawn or launched here.
+launched and left idle, and the index formulas. Launch limits come from the check every backend
+makes (`gpukit.backends.validate.check_launch`). Pure functions: nothing is drawn or launched here.
 """
 
 from __future__ import annotations
@@ -14,16 +14,13 @@ from typing import Any
 
 import numpy as np
 
-from .backends._validate import check_launch
 from .backends.base import Capabilities
+from .backends.validate import check_launch
 from .devices import DeviceProfile, get_profile
 from .errors import LaunchConfigError
+from .utils import ceil_div
 
 __all__ = ["LaunchGeometry", "plan_launch"]
-
-
-def _ceil_div(a: int, b: int) -> int:
-    return -(-a // b)
 
 
 @dataclass(frozen=True)
@@ -76,7 +73,7 @@ class LaunchGeometry:
 
     @property
     def warps_per_block(self) -> int:
-        return _ceil_div(self.threads_per_block, self.warp_size)
+        return ceil_div(self.threads_per_block, self.warp_size)
 
     @property
     def lanes_in_last_warp(self) -> int:
@@ -151,9 +148,9 @@ def plan_launch(n: int | tuple[int, int], threads_per_block: int | tuple[int, in
     block = _positive_ints(threads_per_block, "threads_per_block" + (" (x, y)" if ndim == 2
                                                                      else ""), ndim)
     if ndim == 1:
-        grid: tuple[int, ...] = (_ceil_div(shape[0], block[0]),)
+        grid: tuple[int, ...] = (ceil_div(shape[0], block[0]),)
     else:
-        grid = (_ceil_div(shape[1], block[0]), _ceil_div(shape[0], block[1]))
+        grid = (ceil_div(shape[1], block[0]), ceil_div(shape[0], block[1]))
     reason = None
     try:
         check_launch("kernel", grid, block, 0, Capabilities.from_profile(profile))

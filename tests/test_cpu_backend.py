@@ -17,14 +17,14 @@ from hypothesis import strategies as st
 from numba import cuda
 
 import gpukit
-from gpukit.backends._validate import (
+from gpukit.backends.base import BackendStatus, Capabilities
+from gpukit.backends.cpu import CPUBackend, modeled_copy_ms
+from gpukit.backends.validate import (
     SUPPORTED_DTYPES,
     InvalidShapeError,
     ShapeTypeError,
     UnsupportedDtypeError,
 )
-from gpukit.backends.base import BackendStatus, Capabilities
-from gpukit.backends.cpu import CPUBackend, modeled_copy_ms
 from gpukit.devices import UnknownDeviceError
 from gpukit.errors import (
     DeviceMemoryError,

@@ -139,7 +139,8 @@ def test_bad_device_id():
     with pytest.raises(ValueError, match="device_id must be an int >= 0, got -1"):
         CUDABackend(device_id=-1)
     for bad in (1.0, True, "0"):
-        with pytest.raises(TypeError, match=f"device_id must be an int >= 0, got {bad!r}"):
+        with pytest.raises(TypeError, match=f"device_id must be an int >= 0, got "
+                                            f"{type(bad).__name__} {bad!r}"):
             CUDABackend(device_id=bad)
 
 

@@ -302,7 +302,7 @@ def test_misuse_raises_a_clear_error(kernel, exercise, message) -> None:
 def test_usage_errors_are_gpukit_value_errors() -> None:
     assert issubclass(ExerciseUsageError, GpukitError) and issubclass(ExerciseUsageError,
                                                                       ValueError)
-    with pytest.raises(ExerciseUsageError, match="seed must be an int, got 'x'"):
+    with pytest.raises(ExerciseUsageError, match="seed must be an int >= 0, got 'x'"):
         check(_plain, "guards", seed="x")
 
 

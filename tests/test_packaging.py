@@ -227,3 +227,13 @@ def test_import_gpukit_needs_only_numpy():
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                             check=True)
     assert result.stdout.strip() == "[]"
+
+
+# -- CI runs what the README says ------------------------------------------------------------------
+def test_ci_runs_the_readmes_test_command():
+    readme = (ROOT / "README.md").read_text()
+    command = re.search(r"^# Set up, lint and run the tests.*\n(.+)$", readme, re.MULTILINE)
+    assert command is not None
+    ci_lines = (ROOT / ".ci" / "run").read_text().splitlines()
+    assert command.group(1) in ci_lines
+    assert "ruff check ." in command.group(1).split("&&")[2]  # lint after install, before tests

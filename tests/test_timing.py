@@ -19,9 +19,9 @@ from numba import cuda
 from gpukit import timing
 from gpukit.backends.cpu import CPUBackend, modeled_copy_ms
 from gpukit.devices import get_profile
-from gpukit.errors import ImplicitTransferWarning
-from gpukit.sim.streams import PinnedArray, is_pinned, model_kernel
-from gpukit.timing import Timing, bandwidth_sweep, launch_log, time_kernel, timer
+from gpukit.errors import ImplicitTransferWarning, InvalidArgumentError
+from gpukit.sim.streams import PinnedArray, is_pinned
+from gpukit.timing import Timing, bandwidth_sweep, launch_log, model_kernel, time_kernel, timer
 
 matplotlib.use("Agg")
 
@@ -90,7 +90,7 @@ def test_roofline_terms_and_bound():
     compute = model_kernel(T4, 320 * 10**6, flops=8.1e10)  # 10 ms at 8.1 TFLOP/s
     assert compute.compute_ms == pytest.approx(10.0) and compute.bound == "compute"
     assert compute.ms == pytest.approx(T4.launch_overhead_us * 1e-3 + 10.0)
-    with pytest.raises(ValueError, match="must be >= 0"):
+    with pytest.raises(InvalidArgumentError, match="^bytes_moved must be an int >= 0, got -1$"):
         model_kernel(T4, -1)
 
 
@@ -133,12 +133,13 @@ def test_time_kernel_finds_the_backend_of_a_compiled_kernel(be):
 
 
 @pytest.mark.parametrize(("option", "value", "message"), [
-    ("repeat", 0, "repeat must be an int >= 1, got 0"),
-    ("repeat", 1.5, "repeat must be an int >= 1, got 1.5"),
-    ("warmup", -1, "warmup must be an int >= 0, got -1"),
+    ("repeat", 0, "repeat must be an int from 1 to 10000, got 0"),
+    ("repeat", 1.5, "repeat must be an int from 1 to 10000, got float 1.5"),
+    ("repeat", 2**64, "repeat must be an int from 1 to 10000, got 18446744073709551616"),
+    ("warmup", -1, "warmup must be an int from 0 to 10000, got -1"),
 ])
 def test_time_kernel_rejects_bad_counts(be, option, value, message):
-    with pytest.raises(ValueError, match=message):
+    with pytest.raises(InvalidArgumentError, match=f"^{message}$"):
         time_kernel(vadd, 1, 32, *_vadd_args(be, 32), backend=be, **{option: value})
 
 
@@ -196,10 +197,12 @@ def test_bandwidth_sweep_other_directions(be, direction):
     ({"sizes": [0]}, "sizes must be positive ints of bytes"),
     ({"sizes": []}, "sizes must be positive ints of bytes"),
     ({"pinned": "yes"}, "pinned must be True, False or a sequence of them"),
-    ({"repeat": 0}, "repeat must be an int >= 1"),
+    ({"repeat": 0}, "repeat must be an int from 1 to 10000, got 0"),
+    ({"sizes": [2**31]}, "sizes must be positive ints of bytes, at most 1,073,741,824"),
+    ({"sizes": 1024}, "sizes must be positive ints of bytes, got 1024"),
 ])
 def test_bandwidth_sweep_rejects_bad_arguments(be, kwargs, message):
-    with pytest.raises(ValueError, match=message):
+    with pytest.raises(InvalidArgumentError, match=message):
         bandwidth_sweep(be, **{"sizes": [1024], **kwargs})
 
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from gpukit.backends._validate import (
+from gpukit.backends.base import Capabilities
+from gpukit.backends.validate import (
     SUPPORTED_DTYPES,
     InvalidShapeError,
     ShapeTypeError,
@@ -17,7 +18,6 @@ from gpukit.backends._validate import (
     normalize_dtype,
     normalize_shape,
 )
-from gpukit.backends.base import Capabilities
 from gpukit.errors import GpukitError, LaunchConfigError, TransferError
 
 

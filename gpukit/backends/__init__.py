@@ -11,7 +11,14 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from ..errors import BackendUnavailableError, GpukitError
+from ..errors import (
+    ArgumentTypeError,
+    BackendError,
+    BackendUnavailableError,
+    GpukitError,
+    InvalidArgumentError,
+)
+from ._cuda_env import cuda_unavailable_reason, simulator_enabled
 from .base import Backend, BackendStatus, Capabilities, MemoryInfo
 
 __all__ = ["Backend", "BackendStatus", "Capabilities", "MemoryInfo", "available_backends",
@@ -26,12 +33,12 @@ class UnknownBackendError(GpukitError, KeyError):
 
 
 def _cpu(**options: Any) -> Backend:
-    from .cpu import CPUBackend
+    from .cpu import CPUBackend  # lazy: the simulator (and numba) load when a backend is made
     return CPUBackend(**options)
 
 
 def _cuda(**options: Any) -> Backend:
-    from .cuda import CUDABackend
+    from .cuda import CUDABackend  # lazy: as for the CPU backend
     return CUDABackend(**options)
 
 
@@ -43,11 +50,12 @@ _current: Backend | None = None
 def register_backend(name: str, factory: Callable[..., Backend]) -> None:
     """Make `get_backend(name, **options)` call `factory(**options)`. Replaces an earlier one."""
     if not isinstance(name, str):
-        raise TypeError(f"backend name must be a string, got {type(name).__name__}")
-    if not name or name.lower() == "auto":
-        raise ValueError(f"backend name must be a non-empty string other than 'auto', got {name!r}")
+        raise ArgumentTypeError(f"backend name must be a string, got {type(name).__name__}")
+    if not name.strip() or name.lower() == "auto":
+        raise InvalidArgumentError(
+            f"backend name must be a non-empty string other than 'auto', got {name!r}")
     if not callable(factory):
-        raise TypeError(f"factory for backend {name!r} must be callable, got {factory!r}")
+        raise ArgumentTypeError(f"factory for backend {name!r} must be callable, got {factory!r}")
     _FACTORIES[name.lower()] = factory
     _INSTANCES.pop(name.lower(), None)
 
@@ -58,7 +66,6 @@ def registered_backends() -> list[str]:
 
 
 def _cuda_usable() -> tuple[bool, str]:
-    from .cuda import cuda_unavailable_reason
     reason = cuda_unavailable_reason()
     return reason is None, reason or ""
 
@@ -70,7 +77,6 @@ def _resolve(name: str) -> str:
         if override and override != "auto":
             return override
         # A real GPU only: under Numba's simulator (NUMBA_ENABLE_CUDASIM=1) gpukit's own wins.
-        from ._cuda_env import simulator_enabled
         return "cuda" if _cuda_usable()[0] and not simulator_enabled() else "cpu"
     return name
 
@@ -85,7 +91,7 @@ def get_backend(name: str = "auto", **options: Any) -> Backend:
     """
     global _current
     if not isinstance(name, str):
-        raise TypeError(f"backend name must be a string, got {type(name).__name__}")
+        raise ArgumentTypeError(f"backend name must be a string, got {type(name).__name__}")
     key = _resolve(name)
     if key not in _FACTORIES:
         known = ", ".join(["auto", *_FACTORIES])
@@ -97,13 +103,24 @@ def get_backend(name: str = "auto", **options: Any) -> Backend:
     if not options and key in _INSTANCES:
         backend = _INSTANCES[key]
     else:
-        backend = _FACTORIES[key](**options)
+        backend = _make(key, options)
         if not backend.is_available:
             reason = getattr(backend, "unavailable_reason", None) or "it is not available here"
             raise BackendUnavailableError(f"backend {key!r} cannot be used: {reason}")
         if not options:
             _INSTANCES[key] = backend
     _current = backend
+    return backend
+
+
+def _make(key: str, options: dict[str, Any]) -> Backend:
+    """Call the factory registered as `key`; what it returns must be a Backend."""
+    backend = _FACTORIES[key](**options)
+    if not isinstance(backend, Backend):
+        raise BackendError(
+            f"the factory registered for backend {key!r} returned {backend!r} "
+            f"({type(backend).__name__}), not a gpukit Backend; a factory passed to "
+            "register_backend must return an instance of a gpukit.backends.Backend subclass")
     return backend
 
 
@@ -115,13 +132,13 @@ def current_backend() -> Backend:
 def available_backends() -> dict[str, str | None]:
     """Each registered backend name mapped to None if usable, else why not. Never raises."""
     result: dict[str, str | None] = {}
-    for key, factory in _FACTORIES.items():
+    for key in _FACTORIES:
         try:
             if key == "cuda":
                 ok, reason = _cuda_usable()
                 result[key] = None if ok else reason
                 continue
-            backend = _INSTANCES.get(key) or factory()
+            backend = _INSTANCES.get(key) or _make(key, {})
             result[key] = None if backend.is_available else (
                 getattr(backend, "unavailable_reason", None) or "not available")
         except Exception as exc:  # noqa: BLE001 - availability checks never raise

@@ -2,7 +2,8 @@
 
 `cuda_unavailable_reason()` answers once per process, and never raises, whether CUDABackend can
 run here and, if not, why in words a learner can act on. It also holds the small helpers that
-import numba-cuda and CuPy lazily. It does not create CUDA contexts or allocate anything.
+import numba-cuda and CuPy lazily, and reads a GPU's launch limits (`read_capabilities`). It does
+not create CUDA contexts or allocate anything.
 """
 
 from __future__ import annotations
@@ -14,6 +15,9 @@ import os
 import weakref
 from collections.abc import Callable
 from typing import Any
+
+from ..devices import COMPUTE_CAPABILITIES
+from .base import Capabilities
 
 _USE_CPU = "gpukit uses its CPU simulator instead (get_backend('cpu'))"
 
@@ -188,3 +192,33 @@ def host_memory() -> tuple[int, int]:
         return os.sysconf("SC_AVPHYS_PAGES") * page, os.sysconf("SC_PHYS_PAGES") * page
     except (AttributeError, ValueError, OSError):
         return 0, 0
+
+
+def read_capabilities(cuda: Any, device_id: int, cc: tuple[int, int], total_bytes: int,
+                      simulator: bool) -> Capabilities:
+    """The launch limits and features of GPU `device_id` (of compute capability `cc`), read from
+    the driver; under Numba's simulator, which has no attributes, gpukit's table for `cc`."""
+    if simulator:
+        limits = COMPUTE_CAPABILITIES.get(cc) or COMPUTE_CAPABILITIES[(5, 2)]
+        return Capabilities(
+            limits.warp_size, limits.max_threads_per_block, limits.max_block_dim,
+            limits.max_grid_dim, limits.shared_mem_per_block,
+            limits.shared_mem_per_block_optin, cc, 1, total_bytes,
+            frozenset({"atomics", "shared_memory", "dynamic_shared_memory", "syncthreads",
+                       "float16", "simulator"}))
+    dev = cuda.list_devices()[device_id]
+    features = {"atomics", "shared_memory", "dynamic_shared_memory", "syncthreads",
+                "warp_shuffle", "warp_vote", "streams", "events", "constant_memory"}
+    features |= {name for name, min_cc in (("float16", (5, 3)), ("float64_atomics", (6, 0)),
+                                           ("bfloat16", (8, 0)), ("tensor_cores", (7, 0)))
+                 if cc >= min_cc}
+    if dev.COOPERATIVE_LAUNCH:
+        features.add("cooperative_launch")
+    return Capabilities(
+        warp_size=dev.WARP_SIZE, max_threads_per_block=dev.MAX_THREADS_PER_BLOCK,
+        max_block_dim=(dev.MAX_BLOCK_DIM_X, dev.MAX_BLOCK_DIM_Y, dev.MAX_BLOCK_DIM_Z),
+        max_grid_dim=(dev.MAX_GRID_DIM_X, dev.MAX_GRID_DIM_Y, dev.MAX_GRID_DIM_Z),
+        shared_mem_per_block=dev.MAX_SHARED_MEMORY_PER_BLOCK,
+        shared_mem_per_block_optin=dev.MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
+        compute_capability=cc, sm_count=dev.MULTIPROCESSOR_COUNT, total_memory_bytes=total_bytes,
+        features=frozenset(features))

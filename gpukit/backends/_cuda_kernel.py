@@ -13,11 +13,7 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
-from ..errors import LaunchConfigError
-
-# launch_kernel options that only the CPU simulator understands, and those CUDA takes.
-SIMULATOR_ONLY_OPTIONS = frozenset({"checks", "schedule", "seed", "watchdog_s"})
-LAUNCH_OPTIONS = ("stream", "dynamic_shared_bytes", "flops")
+from ..errors import ArgumentTypeError, LaunchConfigError
 
 
 class CUDAKernel:
@@ -56,20 +52,6 @@ class CUDAKernel:
         return f"<CUDAKernel {self.name!r}>"
 
 
-def check_launch_options(options: dict[str, Any]) -> None:
-    """Raise TypeError for launch options the CUDA backend does not take."""
-    simulator_only = sorted(set(options) & SIMULATOR_ONLY_OPTIONS)
-    if simulator_only:
-        raise TypeError(
-            f"launch_kernel() option(s) {', '.join(simulator_only)} apply to the CPU simulator "
-            "only (get_backend('cpu')); the CUDA backend runs kernels on the GPU without those "
-            "checks")
-    unknown = sorted(set(options) - set(LAUNCH_OPTIONS))
-    if unknown:
-        raise TypeError(f"launch_kernel() got unexpected option(s) {', '.join(unknown)}; the "
-                        f"CUDA backend accepts {' and '.join(LAUNCH_OPTIONS)}")
-
-
 def is_factory(func: Any) -> bool:
     """A GPU-Puzzles style factory: a plain function whose only parameter is named `cuda`."""
     return inspect.isfunction(func) and list(inspect.signature(func).parameters) == ["cuda"]
@@ -88,14 +70,14 @@ def make_dispatcher(cuda: Any, func: Any, signature: Any = None, *, cache: bool 
     if hasattr(func, "py_func") and hasattr(func, "__getitem__"):  # already a cuda.jit kernel
         py_func = func.py_func
         if getattr(func, "_device", False) or getattr(func, "targetoptions", {}).get("device"):
-            raise TypeError(f"'{py_func.__name__}' is a device function (cuda.jit(device=True)); "
-                            "launch a kernel that calls it")
+            raise ArgumentTypeError(f"'{py_func.__name__}' is a device function "
+                                    "(cuda.jit(device=True)); launch a kernel that calls it")
         if signature is not None and compile_now:
             func.compile(signature)
         return py_func, func
     if not inspect.isfunction(func):
-        raise TypeError(f"compile_kernel expects a Python function or a numba.cuda.jit kernel, "
-                        f"got {type(func).__name__}")
+        raise ArgumentTypeError(f"compile_kernel expects a Python function or a numba.cuda.jit "
+                                f"kernel, got {type(func).__name__}")
     if not cache:
         return func, cuda.jit(signature)(func)
     try:

@@ -4,20 +4,22 @@ Functions of a `CUDABackend` over numba-cuda: `stream` returns numba's own strea
 with every numba API) with `record_event()` added; `CUDAEvent.elapsed_ms` reads CUDA events. Under
 Numba's CUDA simulator events carry no time (numba returns -1.0) and everything runs
 synchronously, so events there keep the host clock instead and say so (kind "wall"). Nothing here
-models a GPU: the simulator's model lives in `gpukit.sim.streams`.
+models a GPU: the simulator's model lives in `gpukit.timing.model` and `gpukit.sim.streams`.
 """
 
 from __future__ import annotations
 
 import itertools
 import time
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from ..errors import TransferError
-from ._validate import check_copy_target, check_host_array, normalize_dtype, normalize_shape
+from ..errors import ArgumentTypeError, InvalidArgumentError, TransferError
+from ..launches import LaunchRecord
+from ..occupancy import occupancy
+from ..utils import as_int
+from .validate import check_copy_target, check_host_array, normalize_dtype, normalize_shape
 
 _stream_ids = itertools.count(1)
 
@@ -32,6 +34,10 @@ def event_kind(backend: Any) -> str:
     return "cuda-events" if events_timed(backend) else "wall"
 
 
+SIMULATOR_EVENT_NOTE = ("Numba's CUDA simulator: events carry no time, so this is the host's "
+                        "wall time of the simulation")
+
+
 class CUDAEvent:
     """A CUDA event recorded on a stream; `start.elapsed_ms(end)` is the time between them.
 
@@ -40,10 +46,11 @@ class CUDAEvent:
     """
 
     def __init__(self, backend: Any, stream: Any = 0):
-        cuda = backend._require()
+        cuda = backend.require_cuda()
         self.kind = event_kind(backend)
+        self.note = "" if self.kind == "cuda-events" else SIMULATOR_EVENT_NOTE
         self.stream = stream
-        with backend._device_scope():
+        with backend.device_scope():
             self.event = cuda.event()
             self.event.record(stream)
         self.host_ms = time.perf_counter() * 1e3
@@ -58,7 +65,7 @@ class CUDAEvent:
     def elapsed_ms(self, other: CUDAEvent) -> float:
         """Milliseconds from this event to `other` (waits for `other`)."""
         if not isinstance(other, CUDAEvent):
-            raise TypeError(f"elapsed_ms needs another CUDAEvent, got {type(other).__name__}")
+            raise ArgumentTypeError(f"elapsed_ms needs another CUDAEvent, got {type(other).__name__}")
         other.synchronize()
         if self.kind == "wall":
             return other.host_ms - self.host_ms
@@ -77,8 +84,8 @@ def record_event(backend: Any, stream: Any = 0) -> CUDAEvent:
 
 def new_stream(backend: Any) -> Any:
     """A numba CUDA stream with `record_event()` and a `gpukit_id` added."""
-    cuda = backend._require()
-    with backend._device_scope():
+    cuda = backend.require_cuda()
+    with backend.device_scope():
         stream = cuda.stream()
     stream.gpukit_id = next(_stream_ids)
     stream.record_event = lambda: record_event(backend, stream)
@@ -89,18 +96,20 @@ def stream_label(stream: Any) -> int | str:
     """0 for the default stream, else the gpukit id (or repr) of the stream."""
     if stream is None or (isinstance(stream, int) and stream == 0):
         return 0
+    if isinstance(stream, (int, str)) and not isinstance(stream, bool):
+        return stream  # already a label (launch records keep labels)
     return getattr(stream, "gpukit_id", None) or getattr(stream, "id", None) or repr(stream)
 
 
 def pinned_array(backend: Any, shape: Any, dtype: Any = "float32") -> np.ndarray:
     """Page-locked host memory (numba's `cuda.pinned_array`): faster, asynchronous copies."""
-    cuda = backend._require()
-    with backend._device_scope():
+    cuda = backend.require_cuda()
+    with backend.device_scope():
         return cuda.pinned_array(normalize_shape(shape), normalize_dtype(dtype))
 
 
 def _numba_view(backend: Any, array: Any, kind: str) -> Any:
-    return array if kind == "numba" else backend._require().as_cuda_array(array)
+    return array if kind == "numba" else backend.require_cuda().as_cuda_array(array)
 
 
 def to_device_async(backend: Any, array: Any, stream: Any) -> Any:
@@ -109,8 +118,8 @@ def to_device_async(backend: Any, array: Any, stream: Any) -> Any:
     if not host.flags.c_contiguous:  # the device array is C-ordered
         host = np.ascontiguousarray(host)
     device = backend.allocate(host.shape, host.dtype)
-    with backend._device_scope():
-        _numba_view(backend, device, backend._own(device, "to_device")).copy_to_device(
+    with backend.device_scope():
+        _numba_view(backend, device, backend.device_kind_of(device, "to_device")).copy_to_device(
             host, stream=stream)
     return device
 
@@ -118,23 +127,37 @@ def to_device_async(backend: Any, array: Any, stream: Any) -> Any:
 def to_host_async(backend: Any, array: Any, out: np.ndarray | None, stream: Any) -> np.ndarray:
     """Copy `array` to `out` (a new pageable array if None) on `stream`; read it only after
     synchronising the stream."""
-    kind = backend._own(array, "to_host")
+    kind = backend.device_kind_of(array, "to_host")
     if out is None:
         out = np.empty(array.shape, array.dtype)
     elif not isinstance(out, np.ndarray):
         raise TransferError(f"to_host's out must be a numpy array, got {type(out).__name__}")
     else:
         check_copy_target(out, array.shape, array.dtype, operation="to_host")
-    with backend._device_scope():
+        if out.dtype.byteorder not in "=|" or not out.flags.c_contiguous:
+            raise TransferError(
+                f"to_host(..., stream=...): out is a {out.dtype} array with strides "
+                f"{out.strides}; an asynchronous copy lands in place, so out must be "
+                "C-contiguous in native byte order (copy without stream=, which converts)")
+    with backend.device_scope():
         _numba_view(backend, array, kind).copy_to_host(out, stream=stream)
     return out
+
+
+def time_copies(backend: Any, direction: str, nbytes: int, pinned: bool,
+                repeat: int) -> tuple[str, list[float]]:
+    """(kind, samples) of `repeat` event-timed copies of `nbytes` (Backend.time_copies)."""
+    if direction not in ("h2d", "d2h", "d2d"):
+        raise InvalidArgumentError(f"direction must be one of h2d, d2h, d2d, got {direction!r}")
+    nbytes, repeat = as_int("nbytes", nbytes, 1), as_int("repeat", repeat, 1)
+    return event_kind(backend), timed_copy_ms(backend, direction, nbytes, bool(pinned), repeat)
 
 
 def timed_copy_ms(backend: Any, direction: str, nbytes: int, pinned: bool, repeat: int,
                   warmup: int = 1) -> list[float]:
     """Event-timed copies of `nbytes` (kind `event_kind(backend)`): one sample per repeat."""
-    cuda = backend._require()
-    with backend._device_scope():
+    cuda = backend.require_cuda()
+    with backend.device_scope():
         stream = cuda.stream()
         if direction == "d2d":
             host = None
@@ -163,41 +186,32 @@ def timed_copy_ms(backend: Any, direction: str, nbytes: int, pinned: bool, repea
 
 
 # -- the launch log ----------------------------------------------------------------------------
-@dataclass
-class CUDALaunch:
-    """One launch on the CUDA backend (timings are filled in by gpukit.timing.time_kernel)."""
+def launch_record(backend: Any, kernel: Any, grid: tuple[int, int, int],
+                  block: tuple[int, int, int], stream: Any, shared_bytes: int) -> LaunchRecord:
+    """The `LaunchRecord` of one launch (timings are filled in by gpukit.timing.time_kernel)."""
+    dispatcher = kernel.dispatcher
 
-    kernel: str
-    grid: tuple[int, int, int]
-    block: tuple[int, int, int]
-    dynamic_shared_bytes: int
-    stream: Any
-    dispatcher: Any = field(default=None, repr=False)
-    timings: dict[str, float] = field(default_factory=dict)
-    extra: dict[str, Any] = field(default_factory=dict)
+    def occupancy() -> tuple[Any, str | None]:
+        occ = launch_occupancy(backend, dispatcher, block, shared_bytes)
+        return occ, (None if occ is None else "numba")
 
-
-def record_launch(backend: Any, kernel: Any, grid: tuple[int, int, int],
-                  block: tuple[int, int, int], stream: Any, shared_bytes: int) -> CUDALaunch:
-    """Append one launch to `backend.launches` (created if missing) and return it."""
-    entry = CUDALaunch(kernel.name, tuple(grid), tuple(block), int(shared_bytes or 0),
-                       stream_label(stream), getattr(kernel, "dispatcher", None))
-    backend.__dict__.setdefault("launches", []).append(entry)
-    return entry
+    return LaunchRecord(kernel.name, tuple(grid), tuple(block), int(shared_bytes or 0),
+                        stream_label(stream), backend=backend.name, occupancy_of=occupancy)
 
 
-def launch_occupancy(backend: Any, entry: CUDALaunch) -> float | None:
-    """Theoretical occupancy from the compiled kernel's registers and shared memory, or None."""
-    if backend.simulator or entry.dispatcher is None:
+def launch_occupancy(backend: Any, dispatcher: Any, block: tuple[int, int, int],
+                     dynamic_shared_bytes: int) -> Any:
+    """Theoretical occupancy (an Occupancy) from the compiled kernel's registers and shared
+    memory, or None (under Numba's simulator, or when that is not known)."""
+    if backend.simulator or dispatcher is None:
         return None
     try:  # pragma: no cover - needs a GPU
-        from ..occupancy import occupancy
-        overloads = list(getattr(entry.dispatcher, "overloads", {}).values())
+        overloads = list(getattr(dispatcher, "overloads", {}).values())
         if len(overloads) != 1:
             return None
         compiled = overloads[0]
-        threads = entry.block[0] * entry.block[1] * entry.block[2]
-        return occupancy(backend.compute_capability, threads, compiled.regs_per_thread,
-                         compiled.shared_mem_per_block + entry.dynamic_shared_bytes).occupancy
+        return occupancy(backend.compute_capability, block[0] * block[1] * block[2],
+                         compiled.regs_per_thread,
+                         compiled.shared_mem_per_block + dynamic_shared_bytes)
     except Exception:  # noqa: BLE001 - the log reports None where occupancy is unknown
         return None

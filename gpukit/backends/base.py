@@ -3,15 +3,26 @@
 `Backend` keeps the seed interface's names and signatures (name, is_available, compile_kernel,
 allocate, to_device, to_host, synchronize; launch_kernel, get_memory_info, supports_feature with
 defaults) and adds free, capabilities, status, version, initialize/shutdown (also as a context
-manager), supports_device and memory_info. It holds no device logic of its own.
+manager), supports_device and memory_info. For timing, tracing, widgets and ops it also says, with
+defaults a backend overrides where it can do more: whether it is gpukit's simulator
+(`is_simulated`) and of which device (`profile`), its launch and copy logs (`launches`,
+`transfers`), streams and events (`stream`, `stream_label`, `record_event`, `event_kind`), its
+modeled timeline (`timeline`), pinned host memory (`pinned_array`), timed copies
+(`time_copies`) and whether an array is its own (`owns`). So no module needs to look at a
+backend's private attributes. It holds no device logic of its own.
 """
 
 from __future__ import annotations
 
+import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
+
+from ..devices import DeviceProfile
+from ..errors import ArgumentTypeError, UnsupportedOperationError
+from ..launches import LaunchRecord
 
 # Pressure levels of `MemoryInfo`: low < 70% used <= medium < 85% <= high < 95% <= critical.
 PRESSURE_LEVELS = (("low", 0.70), ("medium", 0.85), ("high", 0.95), ("critical", float("inf")))
@@ -88,10 +99,46 @@ class BackendStatus:
 _B = TypeVar("_B", bound="Backend")
 
 
+class HostEvent:
+    """A point in host time, taken after waiting for the device: the default `record_event`.
+
+    Like every backend's events it has `kind` (what `elapsed_ms` measures), `note` (a few words
+    on it), `elapsed_ms(other)` and `synchronize()`.
+    """
+
+    kind = "wall"
+    note = ""
+
+    def __init__(self) -> None:
+        self.time_ms = time.perf_counter() * 1e3
+
+    def elapsed_ms(self, other: HostEvent) -> float:
+        """Milliseconds of host time from this event to `other`."""
+        if not isinstance(other, HostEvent):
+            raise ArgumentTypeError(f"elapsed_ms needs another HostEvent, got "
+                                    f"{type(other).__name__}")
+        return other.time_ms - self.time_ms
+
+    elapsed_time = elapsed_ms  # numba's name
+
+    def synchronize(self) -> None:
+        """Nothing to wait for: the device was synchronised when the event was taken."""
+
+    def query(self) -> bool:
+        return True
+
+
 class Backend(ABC):
-    """Base class of every backend. Subclasses implement the abstract methods."""
+    """Base class of every backend. Subclasses implement the abstract methods; the members with
+    defaults describe a backend that simulates nothing, logs nothing and has no streams."""
 
     version: str = "0"
+    # The DeviceProfile a simulator emulates (its limits, bandwidths and modeled times); None for
+    # a real device, whose facts come from `capabilities()`.
+    profile: DeviceProfile | None = None
+    # The Timing kind of the time between two `record_event`s: "cuda-events" (GPU time),
+    # "wall" (the host's clock) or "modeled" (a simulator's timeline).
+    event_kind: str = "wall"
 
     # -- the seed interface ------------------------------------------------------------------
     @property
@@ -124,8 +171,9 @@ class Backend(ABC):
     def synchronize(self) -> None:
         """Wait for all work on the device to finish."""
 
-    def launch_kernel(self, kernel: Any, grid: Any, block: Any, *args: Any) -> None:
-        """Launch `kernel` over `grid` blocks of `block` threads."""
+    def launch_kernel(self, kernel: Any, grid: Any, block: Any, *args: Any) -> Any:
+        """Launch `kernel` over `grid` blocks of `block` threads. gpukit's backends also take
+        options (stream, dynamic_shared_bytes, flops, ...) and return the `LaunchRecord`."""
         kernel[grid, block](*args)
 
     def get_memory_info(self) -> tuple[int, int]:
@@ -135,7 +183,7 @@ class Backend(ABC):
 
     def supports_feature(self, name: str) -> bool:
         """Whether `name` is one of `capabilities().features`."""
-        return name in self.capabilities().features
+        return isinstance(name, str) and name in self.capabilities().features
 
     # -- additions ---------------------------------------------------------------------------
     @abstractmethod
@@ -157,6 +205,76 @@ class Backend(ABC):
     def supports_device(self, device: Any) -> bool:
         """Whether this backend can run as `device` (a profile name or a device id)."""
         return False
+
+    # -- what timing, tracing, widgets and ops ask of a backend (defaults: none of it) -------
+    @property
+    def device_name(self) -> str:
+        """The device in words, such as "simulated T4" or "Tesla T4" (default: `status()`'s)."""
+        return self.status().device
+
+    @property
+    def is_simulated(self) -> bool:
+        """True for gpukit's simulator: kernels run on the CPU with checks, can be traced, and
+        GPU times are modeled from `profile`. False for real devices (and Numba's simulator)."""
+        return False
+
+    @property
+    def launches(self) -> list[LaunchRecord]:
+        """Every launch so far, oldest first. Backends that log launches append to it."""
+        return self.__dict__.setdefault("_launches", [])
+
+    @launches.setter
+    def launches(self, records: list[LaunchRecord]) -> None:
+        self.__dict__["_launches"] = records
+
+    @property
+    def transfers(self) -> list[Any]:
+        """Every host/device copy so far (the simulator's `TransferRecord`s); [] where copies
+        are not logged."""
+        return []
+
+    def owns(self, array: Any) -> bool:
+        """Whether `array` is a device array of this backend (freed ones included)."""
+        return False
+
+    def stream(self) -> Any:
+        """A new stream for `stream=` arguments and `kernel[grid, block, stream]`."""
+        raise UnsupportedOperationError(
+            f"backend {self.name!r} has no streams; leave stream= out to use the default stream")
+
+    def stream_label(self, stream: Any) -> int | str:
+        """How logs and timelines name `stream`: 0 for the default stream (None or 0)."""
+        if stream is None or (isinstance(stream, int) and not isinstance(stream, bool)
+                              and stream == 0):
+            return 0
+        raise ArgumentTypeError(f"backend {self.name!r} has only the default stream (None or 0), "
+                                f"got {type(stream).__name__}")
+
+    def record_event(self, stream: Any = None) -> Any:
+        """An event at the end of the work issued so far on `stream` (None: all work);
+        `a.elapsed_ms(b)` is the time between two, of kind `event_kind`. The default waits for
+        the device (`synchronize`) and reads the host's clock."""
+        self.stream_label(stream)
+        self.synchronize()
+        return HostEvent()
+
+    def timeline(self) -> list[Any]:
+        """The schedule of copies and kernels so far (`TimelineEvent`s); [] where none is kept."""
+        return []
+
+    def pinned_array(self, shape: Any, dtype: Any = "float32") -> Any:
+        """A zeroed page-locked host array: faster copies, asynchronous on streams."""
+        raise UnsupportedOperationError(
+            f"backend {self.name!r} has no pinned host memory; use ordinary numpy arrays")
+
+    def time_copies(self, direction: str, nbytes: int, pinned: bool,
+                    repeat: int) -> tuple[str, list[float]]:
+        """(kind, samples): `repeat` timed copies of `nbytes` bytes in `direction` ("h2d",
+        "d2h", "d2d") from/to pinned or pageable host memory, in milliseconds, after a warm-up.
+        `kind` is the Timing kind of the samples ("cuda-events" or "wall")."""
+        raise UnsupportedOperationError(
+            f"backend {self.name!r} cannot time copies; bandwidth sweeps run on gpukit's "
+            "simulator (get_backend('cpu')) and on the CUDA backend")
 
     def initialize(self) -> Backend:
         """Acquire the device. Idempotent; returns the backend."""

@@ -2,48 +2,57 @@
 
 It emulates one `DeviceProfile` (default T4): device memory apart from host memory, counted
 against the profile's capacity; launches checked against its limits; kernels written for
-numba-cuda run by the SIMT simulator in `gpukit.sim` with its checks on. It does not model
-caches, clocks or instruction timing: times it reports are the simulation's wall time, and
-modeled GPU times are labelled as such (see `gpukit.timing`).
+numba-cuda run by the SIMT simulator in `gpukit.sim` with its checks on. Options are checked
+here (`gpukit.backends.options`, `gpukit.backends.validate`) and the simulator receives plain
+values. It does not model caches, clocks or instruction timing: times it reports are the
+simulation's wall time, and modeled GPU times are labelled as such (see `gpukit.timing`).
 """
 
 from __future__ import annotations
 
+import math
 import os
+import time
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from ..devices import PCIE_LATENCY_US, DeviceProfile, UnknownDeviceError, get_profile
-from ..errors import InvalidDeviceArrayError, TransferError
-from ..sim.context import CHECKS
-from ..sim.engine import LaunchRecord, normalize_checks, run_launch
+from ..devices import DeviceProfile, UnknownDeviceError, get_profile
+from ..errors import (
+    ArgumentTypeError,
+    HostMemoryError,
+    InvalidArgumentError,
+    InvalidDeviceArrayError,
+    TransferError,
+    UnsupportedKernelError,
+)
+from ..launches import LaunchRecord
 from ..sim.kernel import SimKernel, python_function
 from ..sim.memory import DeviceArray, TransferRecord
-from ..sim.streams import (
-    SimStream,
-    Timeline,
-    TimelineEvent,
-    TimelineMemory,
-    is_pinned,
-    model_launch,
-    pinned_array,
-)
-from ._validate import check_copy_target, check_host_array, normalize_dtype, normalize_shape
+from ..sim.streams import SimStream, Timeline, TimelineEvent, TimelineMemory, is_pinned
+from ..sim.streams import pinned_array as sim_pinned_array
+from ..timing.model import COPY_DIRECTIONS, modeled_copy_ms
+from ..utils import as_int, c_strides, f_strides
+from ._cpu_launch import launch
 from .base import Backend, BackendStatus, Capabilities, MemoryInfo
+from .options import CHECKS, simulator_options
+from .validate import (
+    check_array_size,
+    check_copy_target,
+    check_host_array,
+    normalize_dtype,
+    normalize_shape,
+)
+
+__all__ = ["FEATURES", "CPUBackend", "modeled_copy_ms"]
 
 FEATURES = frozenset({
     "shared_memory", "dynamic_shared_memory", "atomics", "syncthreads", "warp_shuffle", "warp_vote",
     "local_memory", "constant_memory", "device_functions", "float64", "simulated",
     "race_detection", "bounds_checking", "barrier_checking", "uninitialized_memory_checking",
+    "streams", "events", "tracing",
 })
-
-# Effective fraction of the PCIe link a copy achieves: pinned buffers stream at close to the
-# link rate; pageable ones go through a staging copy first (roughly half, as bandwidthTest shows).
-PINNED_EFFICIENCY = 0.80
-PAGEABLE_EFFICIENCY = 0.45
-DEVICE_COPY_EFFICIENCY = 0.80  # device-to-device copies read and write device memory
 
 
 def _default_host_budget() -> int:
@@ -54,55 +63,49 @@ def _default_host_budget() -> int:
     return int(physical * 0.5)
 
 
-def modeled_copy_ms(profile: DeviceProfile, direction: str, nbytes: int, pinned: bool) -> float:
-    """A copy's modeled duration: link latency plus size over effective bandwidth."""
-    if direction == "d2d":
-        return nbytes * 2 / (profile.memory_bandwidth_gb_s * DEVICE_COPY_EFFICIENCY * 1e9) * 1e3
-    efficiency = PINNED_EFFICIENCY if pinned else PAGEABLE_EFFICIENCY
-    seconds = nbytes / (profile.host_link_gb_s * efficiency * 1e9)
-    return PCIE_LATENCY_US * 1e-3 + seconds * 1e3
-
-
 class CPUBackend(Backend):
     """A simulated GPU. `CPUBackend(device="A100", checks=..., schedule="shuffle", seed=0)`.
 
     checks: True (all, the default), False, a dict {name: bool}, or a list of names to enable,
     among "launch_limits", "bounds", "races", "barriers", "uninitialized", "division_by_zero".
     schedule: "ordered" (deterministic) or "shuffle" (seeded block and write order).
-    watchdog_s: stop kernels that run longer than this (None: never).
+    seed: the shuffle's seed (an int >= 0, or None for a fresh one).
+    watchdog_s: stop kernels that run longer than this many seconds (None: never).
     host_memory_budget_bytes: host memory the simulation may use (default: half of RAM).
     num_threads, use_numba: accepted for the seed interface; the simulator vectorises with numpy
     in one host thread, so they do not change how kernels run.
     """
 
     version = "0.1.0"
+    event_kind = "modeled"
 
     def __init__(self, device: str | DeviceProfile | None = None, *, checks: Any = True,
                  schedule: str = "ordered", seed: int | None = 0, watchdog_s: float | None = 30.0,
                  host_memory_budget_bytes: int | None = None, num_threads: int | None = None,
                  use_numba: bool | None = None):
         self.profile = get_profile(device)
-        self.checks = normalize_checks(checks)
-        if schedule not in ("ordered", "shuffle"):
-            raise ValueError(f"schedule must be 'ordered' or 'shuffle', got {schedule!r}")
-        self.schedule = schedule
-        self.seed = seed
-        if watchdog_s is not None and not watchdog_s > 0:
-            raise ValueError(f"watchdog_s must be a positive number of seconds or None, "
-                             f"got {watchdog_s!r}")
-        self.watchdog_s = watchdog_s
-        self.num_threads = num_threads
-        self.use_numba = use_numba
-        budget = host_memory_budget_bytes or _default_host_budget()
-        self._timeline = Timeline(self.profile)
+        self.options = simulator_options(
+            checks=checks, schedule=schedule, seed=seed, watchdog_s=watchdog_s,
+            host_memory_budget_bytes=host_memory_budget_bytes, num_threads=num_threads,
+            use_numba=use_numba)
+        budget = self.options.host_memory_budget_bytes or _default_host_budget()
+        # the modeled schedule copies and kernels are placed on (gpukit.sim.streams.Timeline)
+        self.modeled_timeline = Timeline(self.profile)
         self.memory = TimelineMemory(
             self.profile.memory_bytes, budget, backend_name=f"cpu ({self.profile.name})",
             link_ms=lambda direction, nbytes, pinned: modeled_copy_ms(
-                self.profile, direction, nbytes, pinned), timeline=self._timeline)
-        self.launches: list[LaunchRecord] = []
+                self.profile, direction, nbytes, pinned), timeline=self.modeled_timeline)
         self._kernels: dict[Any, SimKernel] = {}
         self._last_error: str | None = None
         self._initialized = True
+
+    # the constructor's options, as the simulator uses them
+    checks = property(lambda self: dict(self.options.checks))
+    schedule = property(lambda self: self.options.schedule)
+    seed = property(lambda self: self.options.seed)
+    watchdog_s = property(lambda self: self.options.watchdog_s)
+    num_threads = property(lambda self: self.options.num_threads)
+    use_numba = property(lambda self: self.options.use_numba)
 
     # -- identity --------------------------------------------------------------------------
     @property
@@ -111,6 +114,10 @@ class CPUBackend(Backend):
 
     @property
     def is_available(self) -> bool:
+        return True
+
+    @property
+    def is_simulated(self) -> bool:
         return True
 
     @property
@@ -135,78 +142,83 @@ class CPUBackend(Backend):
     def allocate(self, shape: Any, dtype: Any = "float32") -> DeviceArray:
         """Uninitialised device memory (reading it before writing is an error in kernels)."""
         shape = normalize_shape(shape)
-        dt = normalize_dtype(dtype)
-        return self._new_array(shape, dt, initialized=False)
+        return self._new_array(shape, normalize_dtype(dtype), initialized=False)
 
     def _new_array(self, shape: tuple[int, ...], dtype: np.dtype, initialized: bool,
                    fortran: bool = False) -> DeviceArray:
-        count = int(np.prod(shape, dtype=np.int64))
-        alloc = self.memory.allocate(count, dtype, initialized=initialized)
-        strides, acc = [], dtype.itemsize
-        for n in (shape if fortran else reversed(shape)):
-            strides.append(acc)
-            acc *= max(n, 1)
-        return DeviceArray(alloc, shape, tuple(strides if fortran else reversed(strides)))
+        check_array_size(shape, dtype)
+        alloc = self.memory.allocate(math.prod(shape), dtype, initialized=initialized)
+        strides = (f_strides if fortran else c_strides)(shape, dtype.itemsize)
+        return DeviceArray(alloc, shape, strides)
 
-    def to_device(self, array: Any, *, stream: Any = None, _implicit: bool = False) -> DeviceArray:
-        """A device copy of a numpy array (C or Fortran order is kept).
+    def to_device(self, array: Any, *, stream: Any = None, implicit: bool = False) -> DeviceArray:
+        """A device copy of a numpy array (C or Fortran order is kept; any byte order).
 
         `stream` (from `stream()`) makes the copy asynchronous on the modeled timeline when
         `array` is pinned (`pinned_array`); the data is on the device at once either way.
+        `implicit` marks the copy in the transfer log as one the caller did not ask for.
         """
-        self._timeline.stream_id(stream)
+        self.modeled_timeline.stream_id(stream)
         if not isinstance(array, np.ndarray):
             check_host_array(array)  # raises TransferError saying how to fix it
         dtype = normalize_dtype(array.dtype)
         fortran = array.flags.f_contiguous and not array.flags.c_contiguous
         dev = self._new_array(array.shape, dtype, initialized=True, fortran=fortran)
-        dev.host_view()[...] = array
+        try:
+            dev.host_view()[...] = array  # materialises: may exceed the host budget
+        except BaseException:
+            self.free(dev)  # leave nothing allocated behind
+            raise
         self.memory.record_transfer("h2d", array.nbytes, pinned=is_pinned(array),
-                                    implicit=_implicit, stream=stream)
+                                    implicit=implicit, stream=stream)
         return dev
 
     def to_host(self, array: Any, out: np.ndarray | None = None, *, stream: Any = None,
-                _implicit: bool = False) -> np.ndarray:
-        """A numpy copy of a device array (or a copy into `out`; pinned `out` + `stream`:
-        asynchronous on the modeled timeline)."""
+                implicit: bool = False) -> np.ndarray:
+        """A numpy copy of a device array (or a copy into `out`, of any byte order; pinned `out`
+        + `stream`: asynchronous on the modeled timeline)."""
         dev = self._own(array, "to_host")
-        self._timeline.stream_id(stream)
+        self.modeled_timeline.stream_id(stream)
+        if out is not None:
+            check_copy_target(out, dev.shape, dev.dtype, operation="to_host")
         src = dev.host_view()
         if out is None:
             out = np.array(src, order="K")
         else:
-            check_copy_target(out, dev.shape, dev.dtype, operation="to_host")
             out[...] = src
         self.memory.record_transfer("d2h", dev.nbytes, pinned=is_pinned(out),
-                                    implicit=_implicit, stream=stream)
+                                    implicit=implicit, stream=stream)
         return out
 
     def copy_to_device(self, host: np.ndarray, target: DeviceArray, *,
                        stream: Any = None) -> DeviceArray:
         """Copy a numpy array into an existing device array of the same shape and dtype."""
         dev = self._own(target, "copy_to_device")
-        self._timeline.stream_id(stream)
+        self.modeled_timeline.stream_id(stream)
         pinned = is_pinned(host)
         host = check_host_array(host, operation="copy_to_device")
         check_copy_target(host, dev.shape, dev.dtype, operation="copy_to_device")
         dev.host_view()[...] = host
-        dev._mark_written()
+        dev.mark_written()
         self.memory.record_transfer("h2d", dev.nbytes, pinned=pinned, stream=stream)
         return dev
 
     def free(self, array: Any) -> None:
         dev = self._own(array, "free", allow_freed=True)
-        if not dev.is_freed and (dev.offset_bytes or dev.size != dev._alloc.count):
+        if not dev.is_freed and dev.is_view:
             raise InvalidDeviceArrayError(
                 f"free: this device array {dev.shape} is a view (a slice) of a larger one; free "
                 "the array it was sliced from (freeing a view would free all of it)")
-        self.memory.release(dev._alloc)
+        self.memory.release(dev.alloc)
+
+    def owns(self, array: Any) -> bool:
+        return isinstance(array, DeviceArray) and array.device_memory is self.memory
 
     def _own(self, array: Any, operation: str, allow_freed: bool = False) -> DeviceArray:
         if not isinstance(array, DeviceArray):
             raise TransferError(f"{operation} expects a device array of this backend, got "
                                 f"{type(array).__name__}")
-        if array._alloc.memory is not self.memory:
+        if not self.owns(array):
             raise InvalidDeviceArrayError(
                 f"{operation}: this device array belongs to another backend's device")
         if not allow_freed:
@@ -221,32 +233,67 @@ class CPUBackend(Backend):
         """Every host/device copy so far, with its modeled duration."""
         return self.memory.transfers
 
+    def time_copies(self, direction: str, nbytes: int, pinned: bool,
+                    repeat: int) -> tuple[str, list[float]]:
+        """Wall-clock times of real copies through this backend (kind "wall": this CPU's
+        memcpy, not PCIe), after one warm-up copy that takes the first-touch page faults."""
+        if direction not in COPY_DIRECTIONS:
+            raise InvalidArgumentError(f"direction must be one of {', '.join(COPY_DIRECTIONS)}, "
+                                       f"got {direction!r}")
+        nbytes, repeat = as_int("nbytes", nbytes, 1), as_int("repeat", repeat, 1)
+        samples = [self._copy_ms(direction, nbytes, pinned) for _ in range(repeat + 1)]
+        return "wall", samples[1:]
+
+    def _copy_ms(self, direction: str, nbytes: int, pinned: bool) -> float:
+        """The wall time of one copy (allocations not timed)."""
+        device = self.to_device(np.ones(nbytes, np.uint8))
+        try:
+            if direction == "d2d":
+                target = self.allocate(nbytes, "uint8")
+                try:
+                    start = time.perf_counter()
+                    target.copy_to_device(device)
+                    return (time.perf_counter() - start) * 1e3
+                finally:
+                    self.free(target)
+            host = self.pinned_array(nbytes, "uint8") if pinned else np.ones(nbytes, np.uint8)
+            start = time.perf_counter()
+            if direction == "h2d":
+                self.copy_to_device(host, device)
+            else:
+                self.to_host(device, out=host)
+            return (time.perf_counter() - start) * 1e3
+        finally:
+            self.free(device)
+
     # -- kernels ---------------------------------------------------------------------------
     def compile_kernel(self, func: Callable, signature: Any = None) -> SimKernel:
         """A simulator kernel from a Numba CUDA kernel (plain function or @cuda.jit)."""
         if isinstance(func, SimKernel):
             return func
-        py_func = python_function(func)
+        try:
+            py_func = python_function(func)
+        except TypeError as exc:
+            raise ArgumentTypeError(str(exc)) from None
         kernel = self._kernels.get(py_func)
         if kernel is None or signature is not None:
-            kernel = SimKernel(py_func, self, signature)
+            try:
+                kernel = SimKernel(py_func, self, signature)
+            except SyntaxError as exc:  # source that parses only in context (a lambda, ...)
+                name = py_func.__name__
+                raise UnsupportedKernelError(
+                    f"kernel '{name}': its source cannot be read on its own ({exc.msg}); the "
+                    "simulator needs kernels defined with def in a file or a notebook cell",
+                    kernel=name) from None
             self._kernels[py_func] = kernel
         return kernel
 
     def launch_kernel(self, kernel: Any, grid: Any, block: Any, *args: Any,
                       **options: Any) -> LaunchRecord:
         """Launch; options: stream, dynamic_shared_bytes, checks, schedule, seed, watchdog_s,
-        flops (the kernel's floating-point operations, for the modeled time)."""
-        kernel = self.compile_kernel(kernel)
-        flops = options.pop("flops", None)
-        self._timeline.stream_id(options.get("stream"))
+        flops (the kernel's floating-point operations, for the modeled time) and trace."""
         try:
-            with self._timeline.launching():
-                record = run_launch(self, kernel, grid, block, args, **options)
-                if flops is not None:
-                    record.extra["flops"] = flops
-                self._timeline.kernel(record.kernel, record.stream,
-                                      model_launch(self.profile, record).ms)
+            record = launch(self, self.compile_kernel(kernel), grid, block, args, options)
         except Exception as exc:
             self._last_error = f"{type(exc).__name__}: {exc}"
             raise
@@ -256,24 +303,37 @@ class CPUBackend(Backend):
     def synchronize(self) -> None:
         """Launches on the simulator complete before they return; this only moves the modeled
         timeline's host clock to the end of all issued work."""
-        self._timeline.synchronize()
+        self.modeled_timeline.synchronize()
 
-    # -- streams, pinned memory and the modeled timeline (see gpukit.sim.streams) -------------
+    # -- streams, events, pinned memory and the modeled timeline (gpukit.sim.streams) --------
     def stream(self) -> SimStream:
         """A new simulated stream for `stream=` arguments and `kernel[grid, block, stream]`."""
-        return self._timeline.new_stream()
+        return self.modeled_timeline.new_stream()
+
+    def stream_label(self, stream: Any) -> int:
+        return self.modeled_timeline.stream_id(stream)
+
+    def record_event(self, stream: Any = None) -> Any:
+        """A point on the modeled timeline (a `SimEvent`) at the end of `stream`'s work."""
+        return self.modeled_timeline.record_event(self.modeled_timeline.stream_id(stream))
 
     def pinned_array(self, shape: Any, dtype: Any = "float32") -> np.ndarray:
         """A zeroed host array that copies treat as pinned (faster, and asynchronous on streams)."""
-        return pinned_array(normalize_shape(shape), normalize_dtype(dtype))
+        shape, dtype = normalize_shape(shape), normalize_dtype(dtype)
+        check_array_size(shape, dtype, operation="pinned_array")
+        try:
+            return sim_pinned_array(shape, dtype)
+        except MemoryError as exc:
+            raise HostMemoryError(f"pinned_array: the host cannot hold {shape} {dtype}: "
+                                  f"{exc}") from None
 
     def timeline(self) -> list[TimelineEvent]:
         """The modeled schedule of every copy and kernel so far (labelled "modeled")."""
-        return list(self._timeline.events)
+        return list(self.modeled_timeline.events)
 
     def reset_timeline(self) -> None:
         """Clear the modeled timeline and restart its clock at 0."""
-        self._timeline.reset()
+        self.modeled_timeline.reset()
 
     # -- lifecycle and status ----------------------------------------------------------------
     def shutdown(self) -> None:

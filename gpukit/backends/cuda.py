@@ -8,33 +8,35 @@ CPU simulator's in-kernel checks exist here. numba and CuPy are imported on firs
 
 from __future__ import annotations
 
-import math
 import weakref
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from ..devices import COMPUTE_CAPABILITIES
-from ..devices import _key as _name_key
+from ..devices import name_key
 from ..errors import (
     BackendUnavailableError,
     InvalidDeviceArrayError,
     OutOfMemoryError,
     TransferError,
 )
+from ..launches import LaunchRecord
+from ..utils import as_int
 from . import _cuda_env as env
 from . import _cuda_streams
 from ._cuda_env import cuda_unavailable_reason, device_kind
-from ._cuda_kernel import SIMULATOR_ONLY_OPTIONS, CUDAKernel, check_launch_options, make_dispatcher
-from ._validate import (
+from ._cuda_kernel import CUDAKernel, make_dispatcher
+from .base import Backend, BackendStatus, Capabilities, MemoryInfo
+from .options import SIMULATOR_ONLY_OPTIONS, launch_options
+from .validate import (
+    check_array_size,
     check_copy_target,
     check_host_array,
     check_launch,
     normalize_dtype,
     normalize_shape,
 )
-from .base import Backend, BackendStatus, Capabilities, MemoryInfo
 
 __all__ = ["SIMULATOR_ONLY_OPTIONS", "CUDABackend", "CUDAKernel", "cuda_unavailable_reason"]
 
@@ -45,18 +47,13 @@ class CUDABackend(Backend):
     """numba-cuda on GPU `device_id`; `enable_caching` turns on Numba's on-disk kernel cache."""
 
     def __init__(self, device_id: int = 0, enable_caching: bool = False):
-        if isinstance(device_id, bool) or not isinstance(device_id, int):
-            raise TypeError(f"device_id must be an int >= 0, got {device_id!r}")
-        if device_id < 0:
-            raise ValueError(f"device_id must be an int >= 0, got {device_id!r}")
-        self.device_id = device_id
+        self.device_id = as_int("device_id", device_id, 0)
         self.enable_caching = bool(enable_caching)
         self.unavailable_reason: str | None = None
         self._kernels: weakref.WeakKeyDictionary[Any, CUDAKernel] = weakref.WeakKeyDictionary()
         self._live = env.ArrayTable()   # arrays this backend allocated -> nbytes
         self._freed = env.ArrayTable()  # arrays passed to free()
         self._kernels_launched = 0
-        self.launches: list[_cuda_streams.CUDALaunch] = []  # see gpukit.timing.launch_log
         self._last_error: str | None = None
         self._capabilities: Capabilities | None = None
 
@@ -110,12 +107,12 @@ class CUDABackend(Backend):
                                           f"{self.unavailable_reason}")
         return env.numba_cuda()
 
-    def _require(self) -> Any:
+    def require_cuda(self) -> Any:
         """numba.cuda, once the backend is initialised (raises BackendUnavailableError)."""
         self.initialize()
         return env.numba_cuda()
 
-    def _device_scope(self) -> Any:
+    def device_scope(self) -> Any:
         """A context manager that makes this backend's GPU current."""
         if env.cupy_usable():
             import cupy
@@ -141,43 +138,16 @@ class CUDABackend(Backend):
 
     def capabilities(self) -> Capabilities:
         if self._capabilities is None:
-            self._capabilities = self._read_capabilities()
+            self._capabilities = env.read_capabilities(
+                self.require_cuda(), self.device_id, self.compute_capability,
+                self.memory_info().total_bytes, self.simulator)
         return self._capabilities
 
-    def _read_capabilities(self) -> Capabilities:
-        cuda = self._require()
-        cc = self.compute_capability
-        total = self.memory_info().total_bytes
-        if self.simulator:  # the simulator has no attributes: use gpukit's table for its CC
-            limits = COMPUTE_CAPABILITIES.get(cc) or COMPUTE_CAPABILITIES[(5, 2)]
-            return Capabilities(
-                limits.warp_size, limits.max_threads_per_block, limits.max_block_dim,
-                limits.max_grid_dim, limits.shared_mem_per_block,
-                limits.shared_mem_per_block_optin, cc, 1, total,
-                frozenset({"atomics", "shared_memory", "dynamic_shared_memory", "syncthreads",
-                           "float16", "simulator"}))
-        dev = cuda.list_devices()[self.device_id]
-        features = {"atomics", "shared_memory", "dynamic_shared_memory", "syncthreads",
-                    "warp_shuffle", "warp_vote", "streams", "events", "constant_memory"}
-        features |= {name for name, min_cc in (("float16", (5, 3)), ("float64_atomics", (6, 0)),
-                                               ("bfloat16", (8, 0)), ("tensor_cores", (7, 0)))
-                     if cc >= min_cc}
-        if dev.COOPERATIVE_LAUNCH:
-            features.add("cooperative_launch")
-        return Capabilities(
-            warp_size=dev.WARP_SIZE, max_threads_per_block=dev.MAX_THREADS_PER_BLOCK,
-            max_block_dim=(dev.MAX_BLOCK_DIM_X, dev.MAX_BLOCK_DIM_Y, dev.MAX_BLOCK_DIM_Z),
-            max_grid_dim=(dev.MAX_GRID_DIM_X, dev.MAX_GRID_DIM_Y, dev.MAX_GRID_DIM_Z),
-            shared_mem_per_block=dev.MAX_SHARED_MEMORY_PER_BLOCK,
-            shared_mem_per_block_optin=dev.MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
-            compute_capability=cc, sm_count=dev.MULTIPROCESSOR_COUNT, total_memory_bytes=total,
-            features=frozenset(features))
-
     def memory_info(self) -> MemoryInfo:
-        cuda = self._require()
+        cuda = self.require_cuda()
         if self.simulator:  # Numba's simulator reports infinite memory: use the host's
             return MemoryInfo(*env.host_memory())
-        with self._device_scope():
+        with self.device_scope():
             free_bytes, total_bytes = cuda.current_context().get_memory_info()
         return MemoryInfo(int(free_bytes), int(total_bytes))
 
@@ -191,8 +161,8 @@ class CUDABackend(Backend):
             if isinstance(device, int) and not isinstance(device, bool):
                 return 0 <= device < env.device_count()
             names = [getattr(device, "name", device), *getattr(device, "aliases", ())]
-            mine = _name_key(self.device_name)
-            return any(isinstance(n, str) and _name_key(n) and _name_key(n) in mine
+            mine = name_key(self.device_name)
+            return any(isinstance(n, str) and name_key(n) and name_key(n) in mine
                        for n in names)
         except Exception:  # noqa: BLE001 - a yes/no question never raises
             return False
@@ -236,17 +206,17 @@ class CUDABackend(Backend):
             self._initialized = False
 
     def synchronize(self) -> None:
-        cuda = self._require()
-        with self._device_scope():
+        cuda = self.require_cuda()
+        with self.device_scope():
             cuda.synchronize()
 
     # -- memory -----------------------------------------------------------------------------
     def allocate(self, shape: Any, dtype: Any = "float32") -> Any:
         shape = normalize_shape(shape)
         dtype = normalize_dtype(dtype)
-        cuda = self._require()
-        nbytes = math.prod(shape) * dtype.itemsize
-        with self._device_scope():
+        nbytes = check_array_size(shape, dtype)
+        cuda = self.require_cuda()
+        with self.device_scope():
             try:
                 if env.cupy_usable():
                     import cupy
@@ -265,8 +235,8 @@ class CUDABackend(Backend):
         if stream is not None:
             return _cuda_streams.to_device_async(self, array, stream)
         host = check_host_array(array, operation="to_device")
-        cuda = self._require()
-        with self._device_scope():
+        cuda = self.require_cuda()
+        with self.device_scope():
             try:
                 if env.cupy_usable():
                     import cupy
@@ -285,14 +255,17 @@ class CUDABackend(Backend):
         enqueued on it: synchronise the stream before reading the result."""
         if stream is not None:
             return _cuda_streams.to_host_async(self, array, out, stream)
-        kind = self._own(array, "to_host")
+        kind = self.device_kind_of(array, "to_host")
         if out is not None:
             if not isinstance(out, np.ndarray):
                 raise TransferError(f"to_host's out must be a numpy array, got "
                                     f"{type(out).__name__}")
             check_copy_target(out, array.shape, array.dtype, operation="to_host")
-        cuda = self._require()
-        with self._device_scope():
+            if out.dtype.byteorder not in "=|" or not out.flags.c_contiguous:
+                out[...] = self.to_host(array)  # numba and CuPy copy into native C order only
+                return out
+        cuda = self.require_cuda()
+        with self.device_scope():
             if kind == "cupy":
                 return array.get(out=out)
             source = array if kind == "numba" else cuda.as_cuda_array(array)
@@ -300,11 +273,11 @@ class CUDABackend(Backend):
 
     def copy_to_device(self, host: np.ndarray, target: Any) -> Any:
         """Copy a numpy array into an existing device array of the same shape and dtype."""
-        kind = self._own(target, "copy_to_device")
+        kind = self.device_kind_of(target, "copy_to_device")
         host = check_host_array(host, operation="copy_to_device")
         check_copy_target(host, target.shape, target.dtype, operation="copy_to_device")
-        cuda = self._require()
-        with self._device_scope():
+        cuda = self.require_cuda()
+        with self.device_scope():
             if kind == "cupy":
                 target.set(host)
             else:
@@ -317,16 +290,16 @@ class CUDABackend(Backend):
         Numba arrays this backend allocated give their memory back at once; CuPy returns memory
         to its pool when the last reference to the array goes.
         """
-        kind = self._own(array, "free", problem="double free")
+        kind = self.device_kind_of(array, "free", problem="double free")
         nbytes = self._live.pop(array)
         self._freed.add(array)
         if nbytes is not None and kind == "numba" and not self.simulator:
             cuda = env.numba_cuda()
-            with self._device_scope():
+            with self.device_scope():
                 array.gpu_data.free()
                 cuda.current_context().deallocations.clear()
 
-    def _own(self, array: Any, operation: str, problem: str = "use after free") -> str:
+    def device_kind_of(self, array: Any, operation: str, problem: str = "use after free") -> str:
         """The kind of device array `array` is; raises if it is none or was freed."""
         kind = device_kind(array)
         if kind is None:
@@ -368,7 +341,7 @@ class CUDABackend(Backend):
             if signature is None and func._launch == self._launch:
                 return func
             func = func.dispatcher
-        cuda = self._require()
+        cuda = self.require_cuda()
         if signature is None and func in self._kernels:
             return self._kernels[func]
         py_func, dispatcher = make_dispatcher(cuda, func, signature, cache=self.enable_caching,
@@ -379,40 +352,68 @@ class CUDABackend(Backend):
         return kernel
 
     def launch_kernel(self, kernel: Any, grid: Any, block: Any, *args: Any,
-                      **options: Any) -> Any:
+                      **options: Any) -> LaunchRecord:
         """Launch `kernel` (compiled, cuda.jit or a plain function) over `grid` x `block`.
 
         Options: `stream=`, `dynamic_shared_bytes=` and `flops=` (declared floating-point
-        operations, kept in the launch log). The CPU simulator's options (checks, schedule, seed,
-        watchdog_s) raise TypeError here. Returns the launch's entry in `launches`.
+        operations, kept in the launch log), checked by `gpukit.backends.options`. The CPU
+        simulator's options (checks, schedule, seed, watchdog_s, trace) raise OptionTypeError
+        here. Returns the launch's record, also appended to `launches`.
         """
-        check_launch_options(options)
+        opts = launch_options(options, None, backend="cuda")
         compiled = self.compile_kernel(kernel)
-        entry = self._launch(compiled, grid, block, options.get("stream") or 0,
-                             options.get("dynamic_shared_bytes", 0), *args)
-        if options.get("flops") is not None:
-            entry.extra["flops"] = int(options["flops"])
-        return entry
+        record = self._launch(compiled, grid, block, opts.stream, opts.dynamic_shared_bytes,
+                              *args)
+        if opts.flops is not None:
+            record.extra["flops"] = opts.flops
+        return record
 
     def _launch(self, kernel: CUDAKernel, grid: Any, block: Any, stream: Any,
-                shared_bytes: Any, *args: Any) -> Any:
-        self._require()
+                shared_bytes: Any, *args: Any) -> LaunchRecord:
+        self.require_cuda()
         grid3, block3 = check_launch(kernel.name, grid, block, shared_bytes, self.capabilities())
         for position, arg in enumerate(args):
             self._check_not_freed(arg, f"kernel '{kernel.name}' argument {position}")
-        with self._device_scope():
+            if isinstance(arg, np.ndarray) and arg.dtype.byteorder not in "=|":
+                raise TransferError(
+                    f"kernel '{kernel.name}' argument {position} is a {arg.dtype} array in "
+                    "non-native byte order, which numba-cuda cannot pass to a kernel; copy it "
+                    "with backend.to_device(array) (which converts it) and pass that")
+        with self.device_scope():
             try:
                 kernel.dispatcher[grid3, block3, stream, shared_bytes](*args)
             except Exception as exc:
                 self._last_error = f"{kernel.name}: {type(exc).__name__}: {exc}"
                 raise
         self._kernels_launched += 1
-        return _cuda_streams.record_launch(self, kernel, grid3, block3, stream, shared_bytes)
+        record = _cuda_streams.launch_record(self, kernel, grid3, block3, stream, shared_bytes)
+        self.launches.append(record)
+        return record
 
-    # -- streams and pinned memory (gpukit.backends._cuda_streams) ---------------------------
+    # -- streams, events, pinned memory and timed copies (gpukit.backends._cuda_streams) ------
+    def owns(self, array: Any) -> bool:
+        return device_kind(array) is not None
+
+    @property
+    def event_kind(self) -> str:  # type: ignore[override]
+        """"cuda-events" on a GPU; "wall" under Numba's simulator, whose events carry no time."""
+        return _cuda_streams.event_kind(self)
+
     def stream(self) -> Any:
         """A numba CUDA stream, with `record_event()` returning a gpukit CUDAEvent."""
         return _cuda_streams.new_stream(self)
+
+    def stream_label(self, stream: Any) -> int | str:
+        return _cuda_streams.stream_label(stream)
+
+    def record_event(self, stream: Any = None) -> Any:
+        """A CUDA event recorded now on `stream` (None: the default stream)."""
+        return _cuda_streams.record_event(self, stream)
+
+    def time_copies(self, direction: str, nbytes: int, pinned: bool,
+                    repeat: int) -> tuple[str, list[float]]:
+        """CUDA-event timed copies (kind "cuda-events"; "wall" under Numba's simulator)."""
+        return _cuda_streams.time_copies(self, direction, nbytes, pinned, repeat)
 
     def pinned_array(self, shape: Any, dtype: Any = "float32") -> np.ndarray:
         """Page-locked host memory (numba's cuda.pinned_array): faster, asynchronous copies."""

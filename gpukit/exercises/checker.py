@@ -12,17 +12,18 @@ from __future__ import annotations
 
 import difflib
 import inspect
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
+from ..backends.cpu import CPUBackend
 from ..errors import GpukitError, KernelError, KernelTimeoutError
-from .budgets import AccessCounter, BudgetCheck, judge
+from .budgets import AccessCounter, judge
+from .report import CheckResult, RunResult
 from .spec import Case, ExerciseSpec
+from .specs import EXERCISES
 
-if TYPE_CHECKING:
-    from .report import CheckResult
+__all__ = ["ExerciseUsageError", "RunResult", "check", "describe_error", "get_spec"]
 
 
 class ExerciseUsageError(GpukitError, ValueError):
@@ -30,33 +31,11 @@ class ExerciseUsageError(GpukitError, ValueError):
     kernel where the exercise wants a kernel factory (or the other way round)."""
 
 
-@dataclass
-class RunResult:
-    """One launch of the learner's kernel: a case under one schedule, and what happened."""
-
-    case: Case
-    schedule: str  # "ordered" or "shuffle"
-    seed: int | None  # the shuffle's seed
-    passed: bool
-    kind: str  # "ok", an error class name, "mismatch", "unwritten", "input_modified", "budget"
-    message: str = ""
-    budgets: list[BudgetCheck] = field(default_factory=list)
-
-    @property
-    def schedule_text(self) -> str:
-        return self.schedule if self.seed is None else f"shuffle (seed {self.seed})"
-
-
-def _exercises() -> dict[str, ExerciseSpec]:
-    from .specs import EXERCISES
-    return EXERCISES
-
-
 def get_spec(exercise: str | ExerciseSpec) -> ExerciseSpec:
     """The spec of an exercise given by name (or the spec itself)."""
     if isinstance(exercise, ExerciseSpec):
         return exercise
-    specs = _exercises()
+    specs = EXERCISES
     if not isinstance(exercise, str):
         if callable(exercise):
             raise ExerciseUsageError(
@@ -262,13 +241,12 @@ def check(kernel: Any, exercise: str | ExerciseSpec, *, seed: int = 0, quiet: bo
     `seed`), with all simulator checks on, on a private simulated `device`. Returns a
     `CheckResult` (`.passed`, `.runs`, `.report`); prints the report unless `quiet`.
     """
-    from ..backends.cpu import CPUBackend
-    from .report import CheckResult  # here: report imports this module
-
     spec = get_spec(exercise)
     _validate_kernel(kernel, spec)
-    if not isinstance(seed, (int, np.integer)) or isinstance(seed, bool):
-        raise ExerciseUsageError(f"seed must be an int, got {seed!r}")
+    if not isinstance(seed, (int, np.integer)) or isinstance(seed, bool) or seed < 0:
+        raise ExerciseUsageError(f"seed must be an int >= 0, got {seed!r}")
+    if not isinstance(quiet, bool):
+        raise ExerciseUsageError(f"quiet must be True or False, got {quiet!r}")
     backend = CPUBackend(device=device, checks=True, watchdog_s=watchdog_s)
     kernels = _Kernels(kernel, spec, backend)
     runs: list[RunResult] = []

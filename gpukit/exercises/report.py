@@ -1,6 +1,7 @@
 """The verdict of `check`: what passed, what failed and why, a pattern, and a hint.
 
-`CheckResult` holds every run; its `report` is plain text with no timings or file paths, so a
+`RunResult` is one launch of the learner's kernel and what happened; `CheckResult` holds every
+run; its `report` is plain text with no timings or file paths, so a
 notebook's stored output stays the same from one execution to the next. Nothing here runs
 kernels.
 """
@@ -8,12 +9,29 @@ kernels.
 from __future__ import annotations
 
 import textwrap
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from .checker import RunResult
-from .spec import TAG_TEXTS, ExerciseSpec
+from .budgets import BudgetCheck
+from .spec import TAG_TEXTS, Case, ExerciseSpec
 
 WIDTH = 96
+
+
+@dataclass
+class RunResult:
+    """One launch of the learner's kernel: a case under one schedule, and what happened."""
+
+    case: Case
+    schedule: str  # "ordered" or "shuffle"
+    seed: int | None  # the shuffle's seed
+    passed: bool
+    kind: str  # "ok", an error class name, "mismatch", "unwritten", "input_modified", "budget"
+    message: str = ""
+    budgets: list[BudgetCheck] = field(default_factory=list)
+
+    @property
+    def schedule_text(self) -> str:
+        return self.schedule if self.seed is None else f"shuffle (seed {self.seed})"
 
 HINTS = {
     "OutOfBoundsError": "Some thread indexed past the end of an array. Blocks come whole, so a "

@@ -13,6 +13,8 @@ from typing import Any
 
 import numpy as np
 
+from ..utils import ceil_div
+
 Limit = int | Callable[["Case"], int] | None
 
 
@@ -116,10 +118,6 @@ class ExerciseSpec:
 
 
 # -- launch-shape helpers ----------------------------------------------------------------------
-def ceil_div(a: int, b: int) -> int:
-    return -(-a // b)
-
-
 def case_1d(n: int, block: int, grid: int | None = None, params: dict[str, int] | None = None,
             tags: tuple[str, ...] = (), **size: int) -> Case:
     """A 1D case over n elements; grid defaults to just enough blocks to cover them."""

@@ -1,29 +1,40 @@
-"""What every op shares: the input error, operand checks, implicit copies, views and launches.
+"""What every op shares: the input error, argument checks, staged copies, views and launches.
 
-An op checks all of its operands first (kind, backend, dtype, rank, shape, layout) and only then
-copies host arrays to the device, so a bad call costs no transfer. Launches go through the
-backend (`compile_kernel` + `launch_kernel`) and each launch's record gets the op's name and flop
-count in `record.extra`. Nothing here computes anything on the device.
+An op checks all of its arguments first (operands: kind, backend, dtype, rank, shape, layout;
+scalars and flags: type and range) and only then copies host arrays to the device, so a bad call
+costs no transfer. Its device copies of host arrays and its scratch arrays live in a `Staging`
+that frees them when the op returns or raises, so simulated memory is exactly as before a call
+(but for the result). Launches go through the backend (`compile_kernel` + `launch_kernel`) and
+each launch's record gets the op's name and flop count in `record.extra`. Nothing here computes
+anything on the device.
 """
 
 from __future__ import annotations
 
 import enum
-import inspect
 import math
+import numbers
 import os
 import sys
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from ..backends import current_backend
-from ..backends._cuda_env import device_kind
+from ..backends.arrays import (
+    describe_device_array,
+    device_array_kind,
+    is_c_contiguous,
+    is_freed,
+    may_share_memory,
+)
+from ..backends.base import Backend
 from ..errors import GpukitError, ImplicitTransferWarning, InvalidDeviceArrayError
-from ..sim.memory import DeviceArray
+from ..utils import ceil_div
 
 FLOAT_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 _OPS_DIR = os.path.dirname(os.path.abspath(__file__))
@@ -45,76 +56,81 @@ class Operand:
     host: bool  # a numpy array that still has to be copied to the device
 
 
-def resolve_backend(backend: Any) -> Any:
+def resolve_backend(backend: Any) -> Backend:
     """`backend`, or the current backend (`gpukit.current_backend()`) when it is None."""
-    return current_backend() if backend is None else backend
+    backend = current_backend() if backend is None else backend
+    if not isinstance(backend, Backend):
+        raise OpInputError(f"backend must be a gpukit backend (gpukit.get_backend()) or None, "
+                           f"got {type(backend).__name__}")
+    return backend
 
 
-def _backend_label(backend: Any) -> str:
-    return f"the {getattr(backend, 'name', type(backend).__name__)!s} backend"
+def _backend_label(backend: Backend) -> str:
+    return f"the {backend.name} backend"
 
 
-def _foreign_reason(backend: Any, value: Any) -> str | None:
-    """Why `value` is not a device array of `backend`, or None if it is one."""
-    if isinstance(value, DeviceArray):
-        memory = getattr(backend, "memory", None)
-        if memory is None:
-            return "a device array of gpukit's CPU simulator"
-        if value._alloc.memory is not memory:
-            return "a device array of another CPU simulator backend"
-        return None
-    kind = device_kind(value)
-    if kind is None or getattr(backend, "name", None) != "cpu":
-        return None
-    what = {"cupy": "a CuPy array", "numba": "a Numba device array"}.get(
-        kind, f"a GPU array ({type(value).__name__})")
-    return f"{what} in GPU memory"
+def _native(dtype: Any) -> np.dtype:
+    dtype = np.dtype(dtype)
+    return dtype.newbyteorder("=") if dtype.byteorder not in "=|" else dtype
 
 
-def _is_c_contiguous(value: Any) -> bool:
-    layout = getattr(value, "layout", None)
-    if isinstance(layout, str):
-        return layout == "C"
-    check = getattr(value, "is_c_contiguous", None)
-    if callable(check):
-        return bool(check())
-    flags = getattr(value, "flags", None)
-    return bool(getattr(flags, "c_contiguous", True))
+def operand(backend: Backend, op: str, name: str, value: Any) -> Operand:
+    """Check that `value` is a float32/float64 C-contiguous array this op can use on `backend`.
 
-
-def operand(backend: Any, op: str, name: str, value: Any) -> Operand:
-    """Check that `value` is a float32/float64 C-contiguous array this op can use on `backend`."""
+    Host (numpy) arrays of either byte order are accepted: they are copied, and converted, on
+    the way to the device."""
     where = f"{op}: {name}"
     if isinstance(value, np.ndarray):
         host = True
-    elif isinstance(value, DeviceArray) or device_kind(value) is not None:
-        reason = _foreign_reason(backend, value)
-        if reason is not None:
-            raise OpInputError(
-                f"{where} is {reason}, but this call runs on {_backend_label(backend)}; copy it "
-                "to the host and then to this backend (backend.to_host, backend.to_device), or "
-                "pass backend= the backend it belongs to")
-        if isinstance(value, DeviceArray) and value.is_freed:
+    elif backend.owns(value):
+        if is_freed(value):
             raise InvalidDeviceArrayError(
                 f"{where} is a device array that was freed (use after free); allocate a new one "
                 "with backend.to_device or backend.allocate")
         host = False
+    elif device_array_kind(value) is not None:
+        what = ("a device array of another CPU simulator backend"
+                if backend.is_simulated and device_array_kind(value) == "simulator"
+                else describe_device_array(value))
+        raise OpInputError(
+            f"{where} is {what}, but this call runs on "
+            f"{_backend_label(backend)}; copy it to the host and then to this backend "
+            "(backend.to_host, backend.to_device), or pass backend= the backend it belongs to")
     else:
         raise OpInputError(
             f"{where} must be a device array of {_backend_label(backend)} or a numpy array, got "
             f"{type(value).__name__}")
-    dtype = np.dtype(value.dtype)
+    dtype = _native(value.dtype)
     if dtype not in FLOAT_DTYPES:
         raise OpInputError(
             f"{where} has dtype {dtype}; ops compute in float32 or float64 (convert it first, "
             "e.g. numpy.asarray(x, dtype=numpy.float32))")
     shape = tuple(int(s) for s in value.shape)
-    if not host and not _is_c_contiguous(value):
+    if not host and not is_c_contiguous(value):
         raise OpInputError(
             f"{where} is not C-contiguous (shape {shape}, strides {tuple(value.strides)}): a "
             "strided view or Fortran order; ops read C-contiguous arrays, so pass a contiguous "
             "copy")
     return Operand(name, value, shape, dtype, host)
+
+
+def check_flag(op: str, name: str, value: Any) -> bool:
+    """`value` as a bool; only True and False (numpy's too) are flags."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise OpInputError(f"{op}: {name} must be True or False, got {type(value).__name__} "
+                           f"{value!r}")
+    return bool(value)
+
+
+def check_scalar(op: str, name: str, value: Any) -> float:
+    """`value` as a finite float (an int or a float, numpy's too; not a bool, None or NaN)."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+        raise OpInputError(f"{op}: {name} must be a number, got {type(value).__name__} "
+                           f"{value!r}")
+    number = float(value)
+    if not math.isfinite(number):
+        raise OpInputError(f"{op}: {name} must be a finite number, got {value!r}")
+    return number
 
 
 def check_rank(op: str, x: Operand, ndim: int, axes: str) -> None:
@@ -141,7 +157,7 @@ def common_dtype(op: str, *operands: Operand) -> np.dtype:
 
 
 def check_variant(op: str, variant: Any, variants: tuple[str, ...]) -> str:
-    if variant not in variants:
+    if not isinstance(variant, str) or variant not in variants:
         raise OpInputError(f"{op}: unknown variant {variant!r}; choose one of "
                            f"{', '.join(repr(v) for v in variants)}")
     return variant
@@ -167,29 +183,63 @@ def _user_stacklevel() -> int:
     return level
 
 
-def to_device(backend: Any, op: str, operands: list[Operand]) -> list[Any]:
-    """The device arrays of `operands`; host ones are copied now, with one warning per call.
+class Staging:
+    """The device arrays one op call makes: copies of host operands and scratch arrays are
+    temporaries, freed when the call ends; results are kept, unless the call raises."""
 
-    The simulator's transfer log marks these copies as implicit.
-    """
-    copied = [x for x in operands if x.host]
-    if copied:
-        names = ", ".join(x.name for x in copied)
-        warnings.warn(
-            f"{op}: host arrays passed directly ({names}) are copied to the device (implicit "
-            "transfers); the result stays on the device. Copy inputs once with "
-            "backend.to_device to avoid repeated copies",
-            ImplicitTransferWarning, stacklevel=_user_stacklevel())
-    marks_implicit = "_implicit" in inspect.signature(backend.to_device).parameters
-    result = []
-    for x in operands:
-        if not x.host:
-            result.append(x.value)
-            continue
-        array = np.ascontiguousarray(x.value)
-        result.append(backend.to_device(array, _implicit=True) if marks_implicit
-                      else backend.to_device(array))
-    return result
+    def __init__(self, backend: Backend, op: str):
+        self.backend, self.op = backend, op
+        self.temporaries: list[Any] = []
+        self.results: list[Any] = []
+
+    def inputs(self, operands: list[Operand], results: tuple[str, ...] = ()) -> list[Any]:
+        """The device arrays of `operands`; host ones are copied now, with one warning per call
+        (the simulator's transfer log marks these copies as implicit). The copies of operands
+        named in `results` are what the op returns, so they are kept."""
+        copied = [x for x in operands if x.host]
+        if copied:
+            names = ", ".join(x.name for x in copied)
+            warnings.warn(
+                f"{self.op}: host arrays passed directly ({names}) are copied to the device "
+                "(implicit transfers); the result stays on the device. Copy inputs once with "
+                "backend.to_device to avoid repeated copies",
+                ImplicitTransferWarning, stacklevel=_user_stacklevel())
+        arrays = []
+        for x in operands:
+            if not x.host:
+                arrays.append(x.value)
+                continue
+            host = np.ascontiguousarray(x.value)
+            # the simulator logs transfers and marks the ones nobody asked for
+            device = (self.backend.to_device(host, implicit=True) if self.backend.is_simulated
+                      else self.backend.to_device(host))
+            (self.results if x.name in results else self.temporaries).append(device)
+            arrays.append(device)
+        return arrays
+
+    def allocate(self, shape: tuple[int, ...], dtype: np.dtype, *, result: bool) -> Any:
+        """A new device array: the op's result (`result`), or scratch memory freed at the end."""
+        array = self.backend.allocate(shape, dtype)
+        (self.results if result else self.temporaries).append(array)
+        return array
+
+    def release(self, failed: bool) -> None:
+        arrays = self.temporaries + (self.results if failed else [])
+        self.temporaries, self.results = [], [] if failed else self.results
+        for array in arrays:
+            self.backend.free(array)
+
+
+@contextmanager
+def staging(backend: Backend, op: str) -> Iterator[Staging]:
+    """`with staging(backend, op) as stage:` the device arrays of one op call (see Staging)."""
+    stage = Staging(backend, op)
+    try:
+        yield stage
+    except BaseException:
+        stage.release(failed=True)
+        raise
+    stage.release(failed=False)
 
 
 def view(array: Any, shape: tuple[int, ...]) -> Any:
@@ -199,21 +249,12 @@ def view(array: Any, shape: tuple[int, ...]) -> Any:
 
 def shares_memory(x: Any, y: Any) -> bool:
     """Whether two device arrays may overlap (conservative: same allocation on the simulator)."""
-    if isinstance(x, DeviceArray) and isinstance(y, DeviceArray):
-        return x._alloc is y._alloc
-    try:
-        ix, iy = x.__cuda_array_interface__, y.__cuda_array_interface__
-    except AttributeError:
-        return x is y
-    start_x, start_y = ix["data"][0], iy["data"][0]
-    end_x = start_x + math.prod(ix["shape"]) * np.dtype(ix["typestr"]).itemsize
-    end_y = start_y + math.prod(iy["shape"]) * np.dtype(iy["typestr"]).itemsize
-    return start_x < end_y and start_y < end_x
+    return may_share_memory(x, y)
 
 
 def blocks(n: int, per_block: int) -> int:
     """How many blocks of `per_block` cover `n` items (the last one may be partly idle)."""
-    return (n + per_block - 1) // per_block
+    return ceil_div(n, per_block)
 
 
 def launch(backend: Any, kernel: Callable, grid: Any, block: Any, *args: Any, op: str,

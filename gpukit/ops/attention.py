@@ -19,13 +19,15 @@ from numba import cuda
 from ._common import (
     OpInputError,
     blocks,
+    check_flag,
     check_nonempty,
     check_rank,
+    check_scalar,
     common_dtype,
     launch,
     operand,
     resolve_backend,
-    to_device,
+    staging,
 )
 
 QUERIES = 32  # query rows per block, one per thread
@@ -108,6 +110,9 @@ def attention(q: Any, k: Any, v: Any, scale: float | None = None, causal: bool =
     """
     op = "attention"
     backend = resolve_backend(backend)
+    causal = check_flag(op, "causal", causal)
+    if scale is not None:
+        scale = check_scalar(op, "scale", scale)
     ops = [operand(backend, op, name, value) for name, value in (("q", q), ("k", k), ("v", v))]
     for x in ops:
         check_rank(op, x, 4, "(batch, heads, seq, head_dim)")
@@ -129,17 +134,24 @@ def attention(q: Any, k: Any, v: Any, scale: float | None = None, causal: bool =
                                f"row in registers and supports head_dim <= {MAX_HEAD_DIM}")
     if scale is None:
         scale = 1.0 / math.sqrt(qo.shape[3])
-    q_dev, k_dev, v_dev = to_device(backend, op, ops)
     batch, heads, seq_q, d = qo.shape
     seq_kv, dv = ko.shape[2], vo.shape[3]
-    out = backend.allocate((batch, heads, seq_q, dv), dtype)
     # Scores and weighted values: 2 flops per multiply-add, over the (query, key) pairs computed.
-    pairs = sum(min(i + 1, seq_kv) for i in range(seq_q)) if causal else seq_q * seq_kv
+    pairs = _causal_pairs(seq_q, seq_kv) if causal else seq_q * seq_kv
     flops = 2 * batch * heads * pairs * (d + dv)
-    launch(backend, attention_kernel(dtype.type), (blocks(seq_q, QUERIES), heads, batch),
-           QUERIES, q_dev, k_dev, v_dev, out, dtype.type(scale), bool(causal), op=op,
-           flops=flops)
-    return out
+    with staging(backend, op) as stage:
+        q_dev, k_dev, v_dev = stage.inputs(ops)
+        out = stage.allocate((batch, heads, seq_q, dv), dtype, result=True)
+        launch(backend, attention_kernel(dtype.type), (blocks(seq_q, QUERIES), heads, batch),
+               QUERIES, q_dev, k_dev, v_dev, out, dtype.type(scale), causal, op=op,
+               flops=flops)
+        return out
+
+
+def _causal_pairs(seq_q: int, seq_kv: int) -> int:
+    """The (query, key) pairs a causal mask keeps: query i sees keys 0..min(i, seq_kv - 1)."""
+    full = min(seq_q, seq_kv)  # queries 0..full-1 see i + 1 keys; the rest see all seq_kv
+    return full * (full + 1) // 2 + (seq_q - full) * seq_kv
 
 
 def reference(q: np.ndarray, k: np.ndarray, v: np.ndarray, scale: float | None = None,

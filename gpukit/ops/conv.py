@@ -24,7 +24,7 @@ from ._common import (
     launch,
     operand,
     resolve_backend,
-    to_device,
+    staging,
 )
 
 BLOCK = (16, 16)  # threads per block along (output column, output row)
@@ -55,11 +55,14 @@ def conv2d_kernel(dtype: type) -> Any:
     return conv2d_direct
 
 
+MAX_STEP = 2**31 - 1  # strides and padding are int32 on the device
+
+
 def _pair(name: str, value: Any, minimum: int) -> tuple[int, int]:
     pair = (value, value) if isinstance(value, (int, np.integer)) else value
     ok = (isinstance(pair, (tuple, list)) and len(pair) == 2
-          and all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) and v >= minimum
-                  for v in pair))
+          and all(isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
+                  and minimum <= v <= MAX_STEP for v in pair))
     if not ok:
         raise OpInputError(f"conv2d_forward: {name} must be an int >= {minimum} or a pair of "
                            f"them (rows, cols), got {value!r}")
@@ -99,14 +102,15 @@ def conv2d_forward(x: Any, w: Any, stride: Any = (1, 1), padding: Any = (0, 0), 
             f"{op}: the {wo.shape[2]}x{wo.shape[3]} filter does not fit the {xo.shape[2]}x"
             f"{xo.shape[3]} input with padding {padding}: the output would be {out_shape[2]}x"
             f"{out_shape[3]}; use a smaller filter or more padding")
-    x_dev, w_dev = to_device(backend, op, [xo, wo])
-    y = backend.allocate(out_shape, dtype)
     n, k, p, q = out_shape
     grid = (blocks(q, BLOCK[0]), blocks(p, BLOCK[1]), n * k)
     flops = 2 * n * k * p * q * wo.shape[1] * wo.shape[2] * wo.shape[3]
-    launch(backend, conv2d_kernel(dtype.type), grid, BLOCK, x_dev, w_dev, y, stride[0],
-           stride[1], padding[0], padding[1], op=op, flops=flops)
-    return y
+    with staging(backend, op) as stage:
+        x_dev, w_dev = stage.inputs([xo, wo])
+        y = stage.allocate(out_shape, dtype, result=True)
+        launch(backend, conv2d_kernel(dtype.type), grid, BLOCK, x_dev, w_dev, y, stride[0],
+               stride[1], padding[0], padding[1], op=op, flops=flops)
+        return y
 
 
 def reference(x: np.ndarray, w: np.ndarray, stride: Any = (1, 1),

@@ -25,7 +25,7 @@ from ._common import (
     operand,
     parse_enum,
     resolve_backend,
-    to_device,
+    staging,
     view,
 )
 
@@ -113,12 +113,13 @@ def unary(op: UnaryOp | str, x: Any, *, backend: Any = None) -> Any:
     uop = parse_enum("unary", UnaryOp, op)
     xo = operand(backend, "unary", "x", x)
     check_nonempty("unary", xo)
-    (x_dev,) = to_device(backend, "unary", [xo])
-    n = x_dev.size
-    y = backend.allocate(xo.shape, xo.dtype)
-    launch(backend, unary_kernel(xo.dtype.type), blocks(n, THREADS), THREADS, view(x_dev, (n,)),
-           view(y, (n,)), int(uop), n, op="unary", flops=n)
-    return y
+    n = math.prod(xo.shape)
+    with staging(backend, "unary") as stage:
+        (x_dev,) = stage.inputs([xo])
+        y = stage.allocate(xo.shape, xo.dtype, result=True)
+        launch(backend, unary_kernel(xo.dtype.type), blocks(n, THREADS), THREADS,
+               view(x_dev, (n,)), view(y, (n,)), int(uop), n, op="unary", flops=n)
+        return y
 
 
 def binary(op: BinaryOp | str, a: Any, b: Any, *, backend: Any = None) -> Any:
@@ -131,12 +132,13 @@ def binary(op: BinaryOp | str, a: Any, b: Any, *, backend: Any = None) -> Any:
                            "ops need equal shapes (no broadcasting)")
     check_nonempty("binary", ao)
     dtype = common_dtype("binary", ao, bo)
-    a_dev, b_dev = to_device(backend, "binary", [ao, bo])
-    n = a_dev.size
-    y = backend.allocate(ao.shape, dtype)
-    launch(backend, binary_elementwise, blocks(n, THREADS), THREADS, view(a_dev, (n,)),
-           view(b_dev, (n,)), view(y, (n,)), int(bop), n, op="binary", flops=n)
-    return y
+    n = math.prod(ao.shape)
+    with staging(backend, "binary") as stage:
+        a_dev, b_dev = stage.inputs([ao, bo])
+        y = stage.allocate(ao.shape, dtype, result=True)
+        launch(backend, binary_elementwise, blocks(n, THREADS), THREADS, view(a_dev, (n,)),
+               view(b_dev, (n,)), view(y, (n,)), int(bop), n, op="binary", flops=n)
+        return y
 
 
 _UNARY_NUMPY = {

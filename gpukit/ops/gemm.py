@@ -20,15 +20,17 @@ from ._common import (
     Operand,
     OpInputError,
     blocks,
+    check_flag,
     check_nonempty,
     check_rank,
+    check_scalar,
     check_variant,
     common_dtype,
     launch,
     operand,
     resolve_backend,
     shares_memory,
-    to_device,
+    staging,
     view,
 )
 
@@ -131,6 +133,8 @@ def _gemm(op: str, ndim: int, a: Any, b: Any, c: Any, alpha: float, beta: float,
           trans_a: bool, trans_b: bool, variant: str, backend: Any) -> Any:
     backend = resolve_backend(backend)
     check_variant(op, variant, VARIANTS)
+    alpha, beta = check_scalar(op, "alpha", alpha), check_scalar(op, "beta", beta)
+    trans_a, trans_b = check_flag(op, "trans_a", trans_a), check_flag(op, "trans_b", trans_b)
     axes = "(rows, cols)" if ndim == 2 else "(batch, rows, cols)"
     ops: list[Operand] = [operand(backend, op, "a", a), operand(backend, op, "b", b)]
     if c is not None:
@@ -159,23 +163,24 @@ def _gemm(op: str, ndim: int, a: Any, b: Any, c: Any, alpha: float, beta: float,
         _check_library(op, backend)
     if c is None and beta != 0:
         raise OpInputError(f"{op}: beta is {beta} but no c was given; pass c, or beta=0")
-    arrays = to_device(backend, op, ops)
-    a_dev, b_dev = arrays[0], arrays[1]
-    c_dev = arrays[2] if c is not None else backend.allocate(out_shape, dtype)
-    for name, x in (("a", a_dev), ("b", b_dev)):
-        if c is not None and shares_memory(c_dev, x):
-            raise OpInputError(
-                f"{op}: c shares memory with {name}; the kernel would overwrite {name} while "
-                "other threads still read it, giving wrong numbers: pass a separate c")
-    if library:
-        _library_gemm(a_dev, b_dev, c_dev, alpha, beta, trans_a, trans_b)
+    if c is not None and not ops[2].host:  # a host c is copied, so it overlaps nothing
+        for x in ops[:2]:
+            if not x.host and shares_memory(c, x.value):
+                raise OpInputError(
+                    f"{op}: c shares memory with {x.name}; the kernel would overwrite {x.name} "
+                    "while other threads still read it, giving wrong numbers: pass a separate c")
+    with staging(backend, op) as stage:
+        a_dev, b_dev, *rest = stage.inputs(ops, results=("c",))
+        c_dev = rest[0] if rest else stage.allocate(out_shape, dtype, result=True)
+        if library:
+            _library_gemm(a_dev, b_dev, c_dev, alpha, beta, trans_a, trans_b)
+            return c_dev
+        batched = [x if ndim == 3 else view(x, (1, *x.shape)) for x in (a_dev, b_dev, c_dev)]
+        kernel = (tiled_kernel if variant == "tiled" else naive_kernel)(dtype.type)
+        grid = (blocks(n, TILE), blocks(m, TILE), batch)
+        launch(backend, kernel, grid, (TILE, TILE), *batched, m, n, k, dtype.type(alpha),
+               dtype.type(beta), trans_a, trans_b, op=op, flops=2 * batch * m * n * k)
         return c_dev
-    batched = [x if ndim == 3 else view(x, (1, *x.shape)) for x in (a_dev, b_dev, c_dev)]
-    kernel = (tiled_kernel if variant == "tiled" else naive_kernel)(dtype.type)
-    grid = (blocks(n, TILE), blocks(m, TILE), batch)
-    launch(backend, kernel, grid, (TILE, TILE), *batched, m, n, k, dtype.type(alpha),
-           dtype.type(beta), bool(trans_a), bool(trans_b), op=op, flops=2 * batch * m * n * k)
-    return c_dev
 
 
 def _check_library(op: str, backend: Any) -> None:

@@ -20,6 +20,8 @@ from typing import Any
 import numpy as np
 from numba import cuda
 
+from ..devices import WARP_SIZE
+from ..utils import ceil_div
 from ._common import (
     OpInputError,
     check_nonempty,
@@ -27,7 +29,7 @@ from ._common import (
     operand,
     parse_enum,
     resolve_backend,
-    to_device,
+    staging,
     view,
 )
 
@@ -42,7 +44,7 @@ class ReduceOp(enum.IntEnum):
     PROD = 4
 
 
-WARP = 32
+WARP = WARP_SIZE
 FULL_MASK = 0xFFFFFFFF
 MAX_THREADS = 256  # threads per block (a power of two from 32 to 256)
 ITEMS_PER_THREAD = 8  # values a thread folds before the tree, when a row spans several blocks
@@ -159,26 +161,27 @@ def reduce(op: ReduceOp | str, x: Any, axis: int | None = None, *, backend: Any 
         outer, n = math.prod(xo.shape[:axis]), xo.shape[axis]
         inner = math.prod(xo.shape[axis + 1:])
         out_shape = xo.shape[:axis] + xo.shape[axis + 1:]
-    (x_dev,) = to_device(backend, "reduce", [xo])
     dtype = xo.dtype
     rows = outer * inner
     threads = _threads_for(n)
     # Split a row over several blocks only when there are few rows to keep the GPU busy.
-    parts = 1 if rows >= 32 else max(1, min(MAX_PARTS, -(-n // (threads * ITEMS_PER_THREAD))))
+    parts = 1 if rows >= 32 else max(1, min(MAX_PARTS, ceil_div(n, threads * ITEMS_PER_THREAD)))
     kernel = reduce_kernel(dtype.type, backend.supports_feature("warp_shuffle"))
-    result = backend.allocate(out_shape, dtype)
-    final = view(result, (outer, 1, inner))
     scale = dtype.type(1.0 / n)
-    source = view(x_dev, (outer, n, inner))
-    if parts > 1:
-        partial = backend.allocate((outer, parts, inner), dtype)
-        launch(backend, kernel, (rows, parts), threads, source, partial, int(rop), n,
-               dtype.type(1), op="reduce", flops=rows * n)
-        source, n = partial, parts
-        threads = _threads_for(parts)
-    launch(backend, kernel, (rows, 1), threads, source, final, int(rop), n, scale,
-           op="reduce", flops=rows * n + (rows if rop is ReduceOp.MEAN else 0))
-    return result
+    with staging(backend, "reduce") as stage:
+        (x_dev,) = stage.inputs([xo])
+        result = stage.allocate(out_shape, dtype, result=True)
+        final = view(result, (outer, 1, inner))
+        source = view(x_dev, (outer, n, inner))
+        if parts > 1:
+            partial = stage.allocate((outer, parts, inner), dtype, result=False)
+            launch(backend, kernel, (rows, parts), threads, source, partial, int(rop), n,
+                   dtype.type(1), op="reduce", flops=rows * n)
+            source, n = partial, parts
+            threads = _threads_for(parts)
+        launch(backend, kernel, (rows, 1), threads, source, final, int(rop), n, scale,
+               op="reduce", flops=rows * n + (rows if rop is ReduceOp.MEAN else 0))
+        return result
 
 
 _NUMPY = {ReduceOp.SUM: np.sum, ReduceOp.MAX: np.max, ReduceOp.MIN: np.min,

@@ -1,6 +1,9 @@
-"""Launching a kernel on the simulator: validate the configuration, bind the arguments, run.
+"""Launching a kernel on the simulator: bind the arguments, run the blocks, report what happened.
 
-Blocks run in groups, each group in lock-step as numpy vectors (see `gpukit.sim.context`). The
+The backend (`gpukit.backends.cpu`) has already checked and normalised everything it passes in:
+grid and block as (x, y, z), the checks as a dict of bools, the schedule, seed, watchdog seconds,
+dynamic shared bytes and the trace recorder; it also builds the launch's record from what
+`run_launch` returns (`LaunchRun`: the statistics, the wall time, the recorder). Blocks run in groups, each group in lock-step as numpy vectors (see `gpukit.sim.context`). The
 "ordered" schedule runs blocks in index order; "shuffle" runs them, and applies racing writes
 and atomics, in a seeded random order, so results that depend on the order show up. Errors that
 escape the kernel's own code are re-raised as `KernelError`s that name the thread, the block and
@@ -13,12 +16,11 @@ import sys
 import time
 import traceback
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from ..backends._validate import check_launch, normalize_dim3
 from ..errors import (
     GpukitError,
     ImplicitTransferWarning,
@@ -26,7 +28,7 @@ from ..errors import (
     KernelError,
 )
 from .arrays import SimArray
-from .context import CHECKS, STATE, Group, Launch, LaunchStats
+from .context import STATE, Group, Launch, LaunchStats
 from .kernel import SimKernel
 from .memory import DeviceArray
 from .races import RaceShadow
@@ -35,70 +37,13 @@ LANES_PER_GROUP = 1 << 18  # threads simulated together; bounds the size of ever
 
 
 @dataclass
-class LaunchRecord:
-    """One launch in a backend's log."""
+class LaunchRun:
+    """What one simulated launch did: its statistics, the simulation's wall time (argument
+    binding and implicit copies included) and the trace recorder it filled (or None)."""
 
-    kernel: str
-    grid: tuple[int, int, int]
-    block: tuple[int, int, int]
-    dynamic_shared_bytes: int
-    stream: Any
-    wall_ms: float
     stats: LaunchStats
-    checks: dict[str, bool]
-    schedule: str
-    extra: dict[str, Any] = field(default_factory=dict)
-    profile: Any = field(default=None, repr=False)
-    py_func: Any = field(default=None, repr=False)
-    arg_specs: tuple = field(default=(), repr=False)
-
-    @property
-    def threads(self) -> int:
-        return int(np.prod(self.grid)) * int(np.prod(self.block))
-
-    @property
-    def occupancy(self) -> Any:
-        """Theoretical occupancy of this launch on the emulated device (computed when asked).
-
-        Registers and static shared memory come from ptxas where the `inspect` extra is
-        installed; otherwise from stated defaults. `occupancy_source` says which.
-        """
-        if "occupancy" not in self.extra:
-            from ..inspect import theoretical_occupancy
-            occ, _, source = theoretical_occupancy(
-                self.py_func, self.arg_specs, self.block, self.dynamic_shared_bytes, self.profile,
-                static_shared_bytes=self.stats.static_shared_bytes)
-            self.extra["occupancy"], self.extra["occupancy_source"] = occ, source
-        return self.extra["occupancy"]
-
-    @property
-    def trace(self) -> Any:
-        """The execution trace of a launch made with trace=True (gpukit.trace.Trace), or None."""
-        return self.extra.get("trace")
-
-    @property
-    def occupancy_source(self) -> str:
-        """"ptxas", or "defaults: <why>" when the kernel's resources could not be read."""
-        self.occupancy  # noqa: B018 - computes and caches both
-        return self.extra["occupancy_source"]
-
-
-@dataclass(frozen=True)
-class ArgSpec:
-    """What the occupancy calculation needs to know of a device array argument."""
-
-    dtype: np.dtype
-    ndim: int
-    shape: tuple[int, ...]
-    layout: str
-
-
-def _arg_spec(arg: Any) -> Any:
-    if isinstance(arg, (DeviceArray, np.ndarray)):
-        layout = arg.layout if isinstance(arg, DeviceArray) else (
-            "C" if arg.flags.c_contiguous else "F" if arg.flags.f_contiguous else "A")
-        return ArgSpec(arg.dtype, arg.ndim, tuple(arg.shape), layout)
-    return arg
+    wall_ms: float
+    recorder: Any = None
 
 
 def _user_stacklevel() -> int:
@@ -107,28 +52,6 @@ def _user_stacklevel() -> int:
     while frame is not None and frame.f_globals.get("__name__", "").startswith("gpukit"):
         frame, level = frame.f_back, level + 1
     return level - 1
-
-
-def normalize_checks(checks: Any, base: dict[str, bool] | None = None) -> dict[str, bool]:
-    """True/False, a dict of check names to bools, or an iterable of the names to enable."""
-    result = dict(base) if base is not None else dict.fromkeys(CHECKS, True)
-    if checks is None:
-        return result
-    if checks is True or checks is False:
-        return dict.fromkeys(CHECKS, bool(checks))
-    if isinstance(checks, dict):
-        items = checks.items()
-    elif isinstance(checks, str):
-        raise TypeError(f"checks must be True, False, a dict or a list of names, not {checks!r}")
-    else:
-        names = list(checks)
-        items = [(n, True) for n in names]
-        result = dict.fromkeys(CHECKS, False)
-    for name, on in items:
-        if name not in CHECKS:
-            raise ValueError(f"unknown check {name!r}; the checks are: {', '.join(CHECKS)}")
-        result[name] = bool(on)
-    return result
 
 
 class _Bound:
@@ -166,7 +89,7 @@ def _bind_into(backend: Any, kernel: SimKernel, args: tuple, launch: Launch,
                       and name in kernel.transformed.written}
     for name, arg in zip(kernel.param_names, args):
         if isinstance(arg, np.ndarray):
-            device = backend.to_device(arg, _implicit=True)
+            device = backend.to_device(arg, implicit=True)
             bound.copy_back.append((arg, device))
             launch.stats.implicit_transfers.append(name)
             arg = device
@@ -234,33 +157,18 @@ def _locate(exc: BaseException, launch: Launch, group: Group | None) -> KernelEr
                        block=block, lineno=lineno, filename=filename)
 
 
-def run_launch(backend: Any, kernel: SimKernel, grid: Any, block: Any, args: tuple, *,
-               stream: Any = 0, dynamic_shared_bytes: int = 0, checks: Any = None,
-               schedule: str | None = None, seed: int | None = None,
-               watchdog_s: float | None | str = "default", trace: Any = None) -> LaunchRecord:
-    """Run `kernel` over `grid` x `block` threads on `backend`'s simulated device."""
-    check_set = normalize_checks(checks, backend.checks)
-    if check_set["launch_limits"]:
-        cc = backend.profile.cc
-        grid3, block3 = check_launch(kernel.name, grid, block, dynamic_shared_bytes,
-                                     backend.capabilities(),
-                                     device=f"the simulated {backend.profile.name} (CC {cc.name})")
-    else:
-        grid3 = normalize_dim3(grid, f"kernel '{kernel.name}': grid")
-        block3 = normalize_dim3(block, f"kernel '{kernel.name}': block")
-    schedule = schedule or backend.schedule
-    if schedule not in ("ordered", "shuffle"):
-        raise ValueError(f"schedule must be 'ordered' or 'shuffle', got {schedule!r}")
-    if schedule == "shuffle":
-        base_seed = backend.seed if seed is None else seed
-        rng = np.random.default_rng(base_seed)
-    else:
-        rng = None
-    watchdog = backend.watchdog_s if watchdog_s == "default" else watchdog_s
-    from ..trace import Recorder  # numpy only
+def run_launch(backend: Any, kernel: SimKernel, grid: tuple[int, int, int],
+               block: tuple[int, int, int], args: tuple, *, dynamic_shared_bytes: int,
+               checks: dict[str, bool], schedule: str, seed: int | None,
+               watchdog_s: float | None, recorder: Any = None) -> LaunchRun:
+    """Run `kernel` over `grid` x `block` threads on `backend`'s simulated device.
 
-    recorder = Recorder.from_option(trace)  # None, True, an int of max_events, or a recorder
-    launch = Launch(kernel.name, grid3, block3, check_set, backend.profile, rng, watchdog,
+    Every value comes checked from the backend: `grid` and `block` (x, y, z) tuples of ints >= 1,
+    `checks` {name: bool} for every check, `schedule` "ordered" or "shuffle" (with `seed`),
+    `watchdog_s` seconds or None, `recorder` None or a trace recorder.
+    """
+    rng = np.random.default_rng(seed) if schedule == "shuffle" else None
+    launch = Launch(kernel.name, grid, block, checks, backend.profile, rng, watchdog_s,
                     int(dynamic_shared_bytes), recorder)
     start = time.perf_counter()
     bound = _bind(backend, kernel, args, launch)
@@ -277,7 +185,7 @@ def run_launch(backend: Any, kernel: SimKernel, grid: Any, block: Any, args: tup
                 kernel.fn(*bound.values)
                 STATE.group = None
         for host, device in bound.copy_back:
-            backend.to_host(device, out=host, _implicit=True)
+            backend.to_host(device, out=host, implicit=True)
     except KernelError as exc:
         if exc.thread is None or exc.lineno is None:
             raise _locate(exc, launch, group) from None
@@ -291,11 +199,4 @@ def run_launch(backend: Any, kernel: SimKernel, grid: Any, block: Any, args: tup
         backend.memory.host_budget.give_back(bound.shadow_bytes)
         for _, device in bound.copy_back:
             backend.free(device)
-    wall_ms = (time.perf_counter() - start) * 1e3
-    record = LaunchRecord(kernel.name, grid3, block3, int(dynamic_shared_bytes), stream,
-                          wall_ms, launch.stats, check_set, schedule, profile=backend.profile,
-                          py_func=kernel.py_func, arg_specs=tuple(_arg_spec(a) for a in args))
-    if recorder is not None:  # a recorder of one's own may have no finish(): keep it as it is
-        finish = getattr(recorder, "finish", None)
-        record.extra["trace"] = finish(record) if finish is not None else recorder
-    return record
+    return LaunchRun(launch.stats, (time.perf_counter() - start) * 1e3, recorder)

@@ -10,13 +10,18 @@ allocation keeps a mask of written elements for the simulator's uninitialised-re
 from __future__ import annotations
 
 import itertools
+import math
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from ..errors import (
+    ArgumentTypeError,
+    DeviceIndexError,
+    HostAccessError,
     HostMemoryBudgetError,
+    InvalidArgumentError,
     InvalidDeviceArrayError,
     OutOfMemoryError,
     TransferError,
@@ -65,9 +70,9 @@ class Allocation:
     def __init__(self, memory: DeviceMemory, count: int, dtype: np.dtype, initialized: bool):
         self.memory = memory
         self.id = next(_ids)
-        self.count = count
+        self.count = int(count)
         self.dtype = dtype
-        self.nbytes = count * dtype.itemsize
+        self.nbytes = self.count * dtype.itemsize
         self.reserved_bytes = aligned_bytes(self.nbytes)
         self.freed = False
         self._buffer: np.ndarray | None = None
@@ -159,7 +164,14 @@ class DeviceMemory:
         return self.total_bytes - self.used_bytes
 
     def allocate(self, count: int, dtype: np.dtype, initialized: bool = False) -> Allocation:
-        alloc = Allocation(self, count, dtype, initialized)
+        """Reserve `count` elements of `dtype`; raises OutOfMemoryError beyond the free memory.
+
+        Sizes are Python ints (never numpy's fixed-width ones), so a huge request is refused
+        as too large rather than wrapping around to a small one.
+        """
+        if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+            raise InvalidArgumentError(f"an allocation needs an element count >= 0, got {count!r}")
+        alloc = Allocation(self, count, np.dtype(dtype), initialized)
         if alloc.reserved_bytes > self.free_bytes:
             raise OutOfMemoryError(
                 f"out of device memory: requested {_fmt_bytes(alloc.reserved_bytes)}, free "
@@ -191,14 +203,18 @@ class DeviceMemory:
             self.release(alloc)
 
 
+def _c_strides(shape: tuple[int, ...], itemsize: int) -> tuple[int, ...]:
+    """Byte strides of a C-ordered array (zero-size axes count as 1, as in numpy)."""
+    strides, step = [], itemsize
+    for n in reversed(shape):
+        strides.append(step)
+        step *= max(n, 1)
+    return tuple(reversed(strides))
+
+
 def _layout(shape: tuple[int, ...], strides: tuple[int, ...], itemsize: int) -> str:
-    c_strides, f_strides, acc_c, acc_f = [], [], itemsize, itemsize
-    for dim in reversed(shape):
-        c_strides.insert(0, acc_c)
-        acc_c *= max(dim, 1)
-    for dim in shape:
-        f_strides.append(acc_f)
-        acc_f *= max(dim, 1)
+    c_strides = _c_strides(shape, itemsize)
+    f_strides = tuple(reversed(_c_strides(tuple(reversed(shape)), itemsize)))
     relevant = [i for i, d in enumerate(shape) if d > 1]
     if all(strides[i] == c_strides[i] for i in relevant):
         return "C"
@@ -234,7 +250,7 @@ class DeviceArray:
 
     @property
     def size(self) -> int:
-        return int(np.prod(self.shape, dtype=np.int64))
+        return math.prod(self.shape)
 
     @property
     def itemsize(self) -> int:
@@ -262,9 +278,24 @@ class DeviceArray:
     def is_freed(self) -> bool:
         return self._alloc.freed
 
+    @property
+    def alloc(self) -> Allocation:
+        """The allocation behind this array, even after it was freed (`allocation` raises)."""
+        return self._alloc
+
+    @property
+    def device_memory(self) -> DeviceMemory:
+        """The simulated device memory this array lives in (one per backend)."""
+        return self._alloc.memory
+
+    @property
+    def is_view(self) -> bool:
+        """Whether this array covers only part of its allocation (a slice of a larger one)."""
+        return bool(self.offset_bytes) or self.size != self._alloc.count
+
     def __len__(self) -> int:
         if not self.shape:
-            raise TypeError("len() of a 0-d device array")
+            raise HostAccessError("len() of a 0-d device array")
         return self.shape[0]
 
     def __repr__(self) -> str:
@@ -274,20 +305,20 @@ class DeviceArray:
 
     # -- host access is explicit -------------------------------------------------------------
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
-        raise TypeError(
+        raise HostAccessError(
             "a gpukit device array cannot be converted to numpy implicitly; copy it to the host "
             "with backend.to_host(array) (or array.copy_to_host())")
 
     def __bool__(self) -> bool:
-        raise TypeError("the truth value of a device array is ambiguous on the host; copy it "
+        raise HostAccessError("the truth value of a device array is ambiguous on the host; copy it "
                         "with backend.to_host(array) first")
 
     def __iter__(self):
-        raise TypeError("cannot iterate over a device array on the host; copy it with "
+        raise HostAccessError("cannot iterate over a device array on the host; copy it with "
                         "backend.to_host(array) first")
 
     def _host_arithmetic(self, *other: Any) -> Any:
-        raise TypeError("arithmetic on a device array does not run on the host; compute in a "
+        raise HostAccessError("arithmetic on a device array does not run on the host; compute in a "
                         "kernel, or copy it with backend.to_host(array) first")
 
     # without these, `numpy_array + device_array` would fail with numpy's unrelated complaint
@@ -313,6 +344,9 @@ class DeviceArray:
         if out is None:
             out = np.array(src, order="K")
         else:
+            if not isinstance(out, np.ndarray):
+                raise TransferError(f"copy_to_host(out=...) needs a numpy array, not "
+                                    f"{type(out).__name__}")
             _check_match(out, self, "copy_to_host(out=...)")
             out[...] = src
         alloc.memory.record_transfer("d2h", nbytes)
@@ -333,10 +367,12 @@ class DeviceArray:
             _check_match(host, self, "copy_to_device")
             self.host_view()[...] = host
             direction = "h2d"
-        self._mark_written()
+        self.mark_written()
         alloc.memory.record_transfer(direction, self.nbytes)
 
-    def _mark_written(self) -> None:
+    def mark_written(self) -> None:
+        """Record that every element of this array has been written (for the uninitialised-
+        read check)."""
         alloc = self.allocation
         mask = alloc.init_mask()
         if mask is None:
@@ -350,14 +386,25 @@ class DeviceArray:
 
     # -- views -------------------------------------------------------------------------------
     def __getitem__(self, key: Any) -> DeviceArray:
+        parts = key if isinstance(key, tuple) else (key,)
+        for part in parts:  # basic indexing only: anything else makes numpy copy, not view
+            if not (part is None or part is Ellipsis or isinstance(part, slice)
+                    or (isinstance(part, (int, np.integer))
+                        and not isinstance(part, (bool, np.bool_)))):
+                raise ArgumentTypeError(
+                    f"device array index {key!r}: device arrays take ints, slices, ... and None "
+                    f"(views of device memory), not {type(part).__name__}; to pick elements by "
+                    "a list or a mask, copy the array to the host first")
         probe = np.lib.stride_tricks.as_strided(
             np.empty(0, np.uint8), shape=self.shape, strides=self.strides, writeable=False)
         try:
             view = probe[key]
         except IndexError as exc:
-            raise IndexError(f"device array index {key!r}: {exc}") from None
+            raise DeviceIndexError(f"device array index {key!r}: {exc}") from None
+        except (TypeError, ValueError) as exc:  # numpy's complaint about the key itself
+            raise ArgumentTypeError(f"device array index {key!r}: {exc}") from None
         if not isinstance(view, np.ndarray):
-            raise TypeError(
+            raise HostAccessError(
                 "indexing a device array on the host gives device views only; to read "
                 f"element {key!r}, copy it: backend.to_host(array)[{key!r}]")
         extra = (view.__array_interface__["data"][0]
@@ -368,23 +415,30 @@ class DeviceArray:
         """A view with another shape of a C-contiguous array (no copy on the device)."""
         if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
             shape = tuple(shape[0])
+        if any(isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer))
+               or n < 0 for n in shape):
+            raise ArgumentTypeError(f"reshape needs sizes that are ints >= 0, got {shape!r}")
         shape = tuple(int(n) for n in shape)
-        if int(np.prod(shape, dtype=np.int64)) != self.size or self.layout != "C":
-            raise ValueError(f"cannot reshape a {self.shape} {self.layout}-order device array to "
-                             f"{shape}: sizes must match and the array must be C-contiguous")
-        strides, acc = [], self.itemsize
-        for n in reversed(shape):
-            strides.insert(0, acc)
-            acc *= max(n, 1)
-        return DeviceArray(self._alloc, shape, tuple(strides), self.offset_bytes)
+        if math.prod(shape) != self.size or self.layout != "C":
+            raise InvalidArgumentError(
+                f"cannot reshape a {self.shape} {self.layout}-order device array to {shape}: "
+                "sizes must match and the array must be C-contiguous")
+        return DeviceArray(self._alloc, shape, _c_strides(shape, self.itemsize),
+                           self.offset_bytes)
 
     def __setitem__(self, key: Any, value: Any) -> None:
-        raise TypeError("device arrays cannot be assigned on the host; use "
+        raise HostAccessError("device arrays cannot be assigned on the host; use "
                         "array[...].copy_to_device(host_array) or a kernel")
 
 
+def _native(dtype: Any) -> np.dtype:
+    dtype = np.dtype(dtype)
+    return dtype.newbyteorder("=") if dtype.byteorder not in "=|" else dtype
+
+
 def _check_match(a: Any, b: Any, what: str) -> None:
-    if tuple(a.shape) != tuple(b.shape) or np.dtype(a.dtype) != np.dtype(b.dtype):
+    """Same shape and dtype; a host array's byte order does not matter (copies convert it)."""
+    if tuple(a.shape) != tuple(b.shape) or _native(a.dtype) != _native(b.dtype):
         raise TransferError(
             f"{what}: shape/dtype mismatch, source {tuple(a.shape)} {np.dtype(a.dtype)} vs "
             f"destination {tuple(b.shape)} {np.dtype(b.dtype)}; copies need equal shapes and dtypes")

@@ -1,7 +1,8 @@
-"""The simulator's modeled GPU time: a roofline per kernel, and a timeline of streams and engines.
+"""The simulator's streams, events and pinned host memory, and the modeled timeline they build.
 
 Kernels and copies really run at once, in program order, on the CPU; what this module adds is a
-*modeled* schedule of the same work on the emulated device. Each copy or kernel gets a start and
+*modeled* schedule of the same work on the emulated device, from durations the backend gives
+(the roofline and link model of `gpukit.timing.model`). Each copy or kernel gets a start and
 end in modeled milliseconds on its stream: work on one stream runs in order, work on different
 streams overlaps where the device's engines allow (one compute engine; `profile.copy_engines`
 copy engines: with two or more, host-to-device and device-to-host copies have one each, with one
@@ -22,55 +23,11 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import ArgumentTypeError
 from .memory import DeviceMemory, TransferRecord
 
 MAX_TIMELINE_EVENTS = 100_000  # the oldest events are dropped beyond this
 COPY_KINDS = ("h2d", "d2h", "d2d")
-
-
-# -- the roofline ------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class KernelModel:
-    """A kernel's modeled duration: launch overhead + max(memory time, compute time)."""
-
-    ms: float
-    launch_ms: float
-    memory_ms: float
-    compute_ms: float
-    bytes_moved: int
-    flops: float | None
-
-    @property
-    def bound(self) -> str:
-        """"launch" (overhead dominates), "memory" or "compute": what limits the modeled time."""
-        if self.launch_ms >= max(self.memory_ms, self.compute_ms):
-            return "launch"
-        return "memory" if self.memory_ms >= self.compute_ms else "compute"
-
-    def describe(self) -> str:
-        flops = ("flops not declared, compute not modeled" if self.flops is None
-                 else f"{self.flops:,.0f} flops: {self.compute_ms:.4g} ms")
-        return (f"{self.ms:.4g} ms modeled ({self.bound}-bound): launch {self.launch_ms:.4g} ms "
-                f"+ max(memory {self.bytes_moved:,} B: {self.memory_ms:.4g} ms, {flops})")
-
-
-def model_kernel(profile: Any, bytes_moved: int, flops: float | None = None) -> KernelModel:
-    """The roofline of one launch on `profile` from the global bytes it moved and its flops."""
-    if bytes_moved < 0 or (flops is not None and flops < 0):
-        raise ValueError(f"bytes_moved and flops must be >= 0, got {bytes_moved!r}, {flops!r}")
-    launch_ms = profile.launch_overhead_us * 1e-3
-    memory_ms = bytes_moved / (profile.memory_bandwidth_gb_s * 1e9) * 1e3
-    compute_ms = 0.0 if flops is None else flops / (profile.fp32_tflops * 1e12) * 1e3
-    return KernelModel(launch_ms + max(memory_ms, compute_ms), launch_ms, memory_ms, compute_ms,
-                       int(bytes_moved), None if flops is None else float(flops))
-
-
-def model_launch(profile: Any, record: Any, flops: float | None = None) -> KernelModel:
-    """The roofline of a LaunchRecord: its counted global bytes, and flops given or declared."""
-    if flops is None:
-        flops = record.extra.get("flops")
-    stats = record.stats
-    return model_kernel(profile, stats.global_load_bytes + stats.global_store_bytes, flops)
 
 
 # -- pinned host memory ------------------------------------------------------------------------
@@ -133,13 +90,14 @@ class SimEvent:
     """A point on a stream's modeled timeline; `a.elapsed_ms(b)` is modeled time from a to b."""
 
     kind = "modeled"
+    note = "the modeled timeline of the simulated device, not measured"
 
     def __init__(self, timeline: Timeline, stream: int, time_ms: float):
         self.timeline, self.stream, self.time_ms = timeline, stream, time_ms
 
     def elapsed_ms(self, other: SimEvent) -> float:
         if not isinstance(other, SimEvent) or other.timeline is not self.timeline:
-            raise TypeError("elapsed_ms needs another event recorded on the same backend")
+            raise ArgumentTypeError("elapsed_ms needs another event recorded on the same backend")
         return other.time_ms - self.time_ms
 
     elapsed_time = elapsed_ms  # numba's name
@@ -210,9 +168,9 @@ class Timeline:
         if isinstance(stream, SimStream) and stream.timeline is self:
             return stream.id
         if isinstance(stream, SimStream):
-            raise TypeError("this stream belongs to another simulated device; use "
+            raise ArgumentTypeError("this stream belongs to another simulated device; use "
                             "backend.stream() of the backend you launch or copy on")
-        raise TypeError(f"stream must be backend.stream() or 0 (the default stream), got "
+        raise ArgumentTypeError(f"stream must be backend.stream() or 0 (the default stream), got "
                         f"{type(stream).__name__}")
 
     def engine(self, kind: str) -> str:
@@ -276,7 +234,7 @@ class Timeline:
 
     def wait_event(self, stream: int, event: SimEvent) -> None:
         if not isinstance(event, SimEvent) or event.timeline is not self:
-            raise TypeError("wait_event needs an event recorded on the same backend")
+            raise ArgumentTypeError("wait_event needs an event recorded on the same backend")
         self.tails[stream] = max(self.tails.get(stream, 0.0), event.time_ms)
 
     def synchronize(self, stream: int | None = None) -> None:

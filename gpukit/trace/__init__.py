@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ..backends import current_backend
+from ..backends.base import Backend
 from .metrics import (
     BankConflictReport,
     CoalescingReport,
@@ -54,9 +56,7 @@ class Tracing:
     """
 
     def __init__(self, backend: Any, max_events: int = DEFAULT_MAX_EVENTS):
-        from ..backends.cpu import CPUBackend
-
-        if not isinstance(backend, CPUBackend):
+        if not isinstance(backend, Backend) or not backend.is_simulated:
             raise TraceError(
                 f"tracing records what the simulator executes; backend "
                 f"'{getattr(backend, 'name', type(backend).__name__)}' runs kernels where their "
@@ -118,7 +118,5 @@ class Tracing:
 def tracing(backend: Any = None, max_events: int = DEFAULT_MAX_EVENTS) -> Tracing:
     """A context manager tracing every launch on `backend` (default: the current backend)."""
     if backend is None:
-        from ..backends import current_backend
-
         backend = current_backend()
     return Tracing(backend, max_events)

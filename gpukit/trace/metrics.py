@@ -15,11 +15,12 @@ from typing import Any
 
 import numpy as np
 
-from .recorder import KINDS, SPACES, Trace, TraceError
+from ..devices import BANK_WIDTH_BYTES, SECTOR_BYTES, SHARED_MEM_BANKS, WARP_SIZE
+from ..utils import ceil_div
+from .recorder import KINDS, SPACES, Trace, TraceInputError, TraceTypeError, check_trace
 
-SECTOR_BYTES = 32
-BANKS = 32
-BANK_BYTES = 4
+BANKS = SHARED_MEM_BANKS
+BANK_BYTES = BANK_WIDTH_BYTES
 COUNTED = (("global", "read"), ("global", "write"), ("global", "atomic"),
            ("shared", "read"), ("shared", "write"), ("shared", "atomic"))
 
@@ -39,6 +40,8 @@ class ThreadCounts:
     _trace: Trace
 
     def __getitem__(self, name: str) -> np.ndarray:
+        if not isinstance(name, str) or name not in self.counts:
+            raise TraceInputError(f"no count {name!r}; the counts are: {', '.join(self.counts)}")
         return self.counts[name]
 
     def of(self, thread: Any, block: Any = (0, 0, 0)) -> dict[str, int]:
@@ -76,6 +79,7 @@ class ThreadCounts:
 
 def per_thread_counts(trace: Trace) -> ThreadCounts:
     """Global and shared reads, writes and atomics of every thread of the traced launch."""
+    trace = check_trace(trace)
     space = trace.space_of_events()
     col = trace.columns
     counts = {}
@@ -93,7 +97,7 @@ class _Requests:
     def __init__(self, trace: Trace, space: str):
         self.events = np.flatnonzero(trace.space_of_events() == SPACES.index(space))
         col = trace.columns
-        warps = trace.blocks * -(-trace.threads_per_block // 32)
+        warps = trace.blocks * ceil_div(trace.threads_per_block, WARP_SIZE)
         warp = trace.warp_of_events()[self.events]
         key = col["call"][self.events] * warps + warp
         _, first, self.of_event = np.unique(key, return_index=True, return_inverse=True)
@@ -175,12 +179,15 @@ class _Report:
 
     def site(self, key: str | int) -> Any:
         """The summary of the access site whose text (e.g. "a[i]") or line number is `key`."""
+        if isinstance(key, (bool, np.bool_)) or not isinstance(key, (str, int, np.integer)):
+            raise TraceTypeError(f"a site is given by its text (such as 'a[i]') or its line "
+                                 f"number, got {type(key).__name__} {key!r}")
         found = [s for s in self.sites if key in (s.text, s.lineno)]
         if len(found) == 1:
             return found[0]
         known = ", ".join(f"{s.text!r} (line {s.lineno})" for s in self.sites) or "none"
         what = "several sites match" if found else "no site matches"
-        raise TraceError(f"{what} {key!r}; the sites are: {known}")
+        raise TraceInputError(f"{what} {key!r}; the sites are: {known}")
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} of '{self.kernel}': {len(self.sites)} access sites>"
@@ -229,11 +236,12 @@ class CoalescingReport(_Report):
 
 def coalescing(trace: Trace) -> CoalescingReport:
     """Sectors per warp-wide global access, and their efficiency, per request and per site."""
+    trace = check_trace(trace)
     req = _Requests(trace, "global")
     pairs, _ = req.distinct_units(SECTOR_BYTES)
     sectors = np.bincount(pairs, minlength=req.count)
     nbytes = req.distinct_bytes()
-    min_sectors = -(-nbytes // SECTOR_BYTES)
+    min_sectors = ceil_div(nbytes, SECTOR_BYTES)
     requests = {"site": req.site, "array": req.array, "kind": req.kind, "warp": req.warp,
                 "lanes": req.lanes, "bytes": nbytes, "sectors": sectors,
                 "min_sectors": min_sectors}
@@ -304,6 +312,7 @@ class BankConflictReport(_Report):
 
 def bank_conflicts(trace: Trace) -> BankConflictReport:
     """The degree of bank conflicts of each warp-wide shared access, per request and per site."""
+    trace = check_trace(trace)
     req = _Requests(trace, "shared")
     pair_req, word = req.distinct_units(BANK_BYTES)
     words = np.bincount(pair_req, minlength=req.count)
@@ -311,7 +320,7 @@ def bank_conflicts(trace: Trace) -> BankConflictReport:
     per_bank = np.bincount(pair_req * BANKS + word % BANKS, minlength=req.count * BANKS)
     ways = per_bank.reshape(req.count, BANKS).max(axis=1, initial=0) if req.count \
         else np.zeros(0, np.int64)
-    ideal = -(-words // BANKS)
+    ideal = ceil_div(words, BANKS)
     requests = {"site": req.site, "array": req.array, "kind": req.kind, "warp": req.warp,
                 "lanes": req.lanes, "words": words, "ways": ways, "ideal": ideal}
     sites = []

@@ -15,9 +15,23 @@ from typing import Any
 
 import numpy as np
 
-from .recorder import KINDS, SPACES, Trace, TraceError
+from ..devices import WARP_SIZE
+from ..utils import as_int
+from .recorder import (
+    KINDS,
+    SPACES,
+    Trace,
+    TraceError,
+    TraceInputError,
+    TraceTypeError,
+    check_space,
+    check_trace,
+    xyz,
+)
 
-WRAP = 32  # 1-D arrays longer than this are drawn in rows of 32 (a warp's width)
+MAX_BLOCK_THREADS = 1024  # threads of one block (every GPU's limit)
+
+WRAP = WARP_SIZE  # 1-D arrays longer than this are drawn in rows of a warp's width
 MAX_STRIPES = 4  # more threads on one element: a grey cell with their number
 GAP = 3.0
 
@@ -29,9 +43,12 @@ def thread_colors(block: Any) -> np.ndarray:
     (and z), so a block's pattern of access stays visible; 1-D blocks alternate brightness
     between neighbours.
     """
-    import matplotlib
+    import matplotlib  # lazy: matplotlib loads only for drawings
 
-    bx, by, bz = (tuple(block) + (1, 1))[:3] if not isinstance(block, int) else (block, 1, 1)
+    bx, by, bz = xyz(block, "block")
+    if min(bx, by, bz) < 1 or bx * by * bz > MAX_BLOCK_THREADS:
+        raise TraceInputError(f"block dimensions must be >= 1 with at most "
+                              f"{MAX_BLOCK_THREADS} threads in all, got {block!r}")
     n = bx * by * bz
     if n <= 20:
         cmap = matplotlib.colormaps["tab10" if n <= 10 else "tab20"]
@@ -57,8 +74,15 @@ def _thread_positions(block: tuple[int, int, int]) -> tuple[np.ndarray, np.ndarr
     return t % bx, t // bx
 
 
-def _block_events(trace: Trace, block: Any, phase: int | None,
-                  spaces: tuple[str, ...]) -> tuple[int, np.ndarray]:
+def _block_events(trace: Any, block: Any, phase: int | None,
+                  spaces: Any) -> tuple[int, np.ndarray]:
+    trace = check_trace(trace)
+    if phase is not None:
+        phase = as_int("phase", phase, 0)
+    if isinstance(spaces, str) or not isinstance(spaces, (tuple, list)) or not spaces:
+        raise TraceTypeError(f"spaces must be a tuple of memory spaces ({', '.join(SPACES)}), "
+                             f"got {spaces!r}")
+    spaces = tuple(check_space(s) for s in spaces)
     first = trace.thread_id((0, 0, 0), block)
     col = trace.columns
     mask = col["thread"] // trace.threads_per_block == first // trace.threads_per_block
@@ -132,9 +156,14 @@ def plot_block(trace: Trace, block: Any = (0, 0, 0), *, phase: int | None = None
     max_lines: above this many thread-element connections, lines are left out.
     The threads are the collection with gid "threads", one colour per thread.
     """
-    from matplotlib.collections import EllipseCollection, LineCollection, PolyCollection
-    from matplotlib.figure import Figure
+    from matplotlib.collections import (  # lazy: matplotlib loads only for drawings
+        EllipseCollection,
+        LineCollection,
+        PolyCollection,
+    )
+    from matplotlib.figure import Figure  # lazy: as above
 
+    max_lines, max_cells = as_int("max_lines", max_lines, 0), as_int("max_cells", max_cells, 1)
     first, events = _block_events(trace, block, phase, spaces)
     col = trace.columns
     tpb, (_, by, bz) = trace.threads_per_block, trace.block
@@ -241,6 +270,7 @@ def plot_block(trace: Trace, block: Any = (0, 0, 0), *, phase: int | None = None
 def block_summary(trace: Trace, block: Any = (0, 0, 0), *, phase: int | None = None,
                   max_threads: int = 32) -> str:
     """Text: what each thread of `block` read and wrote (global, shared and const memory)."""
+    max_threads = as_int("max_threads", max_threads, 1)
     first, events = _block_events(trace, block, phase, ("global", "shared", "const"))
     col = trace.columns
     blk = trace.coordinates(first)[1]

@@ -14,7 +14,16 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import GpukitError, LaunchConfigError
+from ..devices import WARP_SIZE
+from ..errors import (
+    ArgumentTypeError,
+    GpukitError,
+    InvalidArgumentError,
+    InvalidOptionError,
+    LaunchConfigError,
+    OptionTypeError,
+)
+from ..utils import c_strides, ceil_div
 
 KINDS = ("read", "write", "atomic")
 SPACES = ("global", "shared", "local", "const")
@@ -24,6 +33,15 @@ BYTES_PER_EVENT = 45  # host memory one recorded access takes (the columns of `T
 
 class TraceError(GpukitError):
     """A trace was asked for where there is none, or of a backend that cannot trace."""
+
+
+class TraceInputError(TraceError, InvalidArgumentError):
+    """A trace function was given an impossible value: an unknown space or array name, a
+    thread or block outside the launch, a negative phase, ..."""
+
+
+class TraceTypeError(TraceInputError, ArgumentTypeError):
+    """A trace function was given a value of the wrong type (not a Trace, a float thread, ...)."""
 
 
 class TraceTooLargeError(TraceError, LaunchConfigError):
@@ -68,14 +86,6 @@ class Access:
                 f"({self.space}, phase {self.phase}, line {self.lineno}: {self.text})")
 
 
-def _c_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
-    strides, step = [], 1
-    for n in reversed(shape):
-        strides.append(step)
-        step *= n
-    return tuple(reversed(strides))
-
-
 def element_numbers(rel: np.ndarray, shape: tuple[int, ...], estrides: tuple[int, ...]
                     ) -> np.ndarray:
     """Row-major element numbers within `shape` of buffer offsets `rel` (strided layout).
@@ -83,7 +93,7 @@ def element_numbers(rel: np.ndarray, shape: tuple[int, ...], estrides: tuple[int
     `rel` = sum(index[i] * estrides[i]); strides may be in any order or negative (views), as long
     as the layout does not overlap itself, which holds for every slice of a contiguous array.
     """
-    if tuple(estrides) == _c_strides(shape):
+    if tuple(estrides) == c_strides(shape):
         return rel.astype(np.int64, copy=False)
     rem = rel.astype(np.int64) - sum((n - 1) * s for n, s in zip(shape, estrides) if s < 0)
     comps: list[Any] = [0] * len(shape)
@@ -107,9 +117,12 @@ class Recorder:
     """
 
     def __init__(self, max_events: int = DEFAULT_MAX_EVENTS):
-        if isinstance(max_events, bool) or not isinstance(max_events, (int, np.integer)) \
-                or max_events < 1:
-            raise ValueError(f"max_events must be a positive int, got {max_events!r}")
+        if isinstance(max_events, (bool, np.bool_)) or not isinstance(max_events,
+                                                                      (int, np.integer)):
+            raise OptionTypeError(f"max_events must be a positive int, got "
+                                  f"{type(max_events).__name__} {max_events!r}")
+        if max_events < 1:
+            raise InvalidOptionError(f"max_events must be a positive int, got {max_events!r}")
         self.max_events = int(max_events)
         self.events = 0
         self._chunks: list[tuple] = []
@@ -130,12 +143,12 @@ class Recorder:
             return None
         if option is True:
             return cls(max_events)
-        if isinstance(option, (int, np.integer)):
+        if isinstance(option, (int, np.integer)) and not isinstance(option, np.bool_):
             return cls(int(option))
-        if callable(getattr(option, "record", None)):
+        if callable(getattr(option, "record", None)):  # a recorder of one's own (documented)
             return option
-        raise ValueError(f"trace must be True, False, a max_events int or a "
-                         f"gpukit.trace.Recorder, got {option!r}")
+        raise OptionTypeError(f"trace must be True, False, a max_events int or a "
+                              f"gpukit.trace.Recorder, got {option!r}")
 
     # -- called by the simulator -------------------------------------------------------------
     def record(self, group: Any, sim_array: Any, kind: str, lanes: np.ndarray | None,
@@ -212,7 +225,7 @@ class Recorder:
             "site": np.repeat(np.array([c[6] for c in chunks], np.int32), sizes),
             "call": np.repeat(np.arange(len(chunks), dtype=np.int64), sizes),
         }
-        from ..sim.transform import SITES
+        from ..sim.transform import SITES  # lazy: `import gpukit` does not load the simulator
 
         sites = {int(s): SITES[int(s)] for s in np.unique(columns["site"])}
         self._trace = Trace(name, tuple(grid), tuple(block), tuple(self._arrays), sites,
@@ -256,11 +269,11 @@ class Trace:
     # -- coordinates ---------------------------------------------------------------------------
     def thread_id(self, thread: Any, block: Any = (0, 0, 0)) -> int:
         """The global linear thread id of threadIdx `thread` in blockIdx `block`."""
-        t, b = _xyz(thread, "thread"), _xyz(block, "block")
+        t, b = xyz(thread, "thread"), xyz(block, "block")
         for what, value, limit in (("thread", t, self.block), ("block", b, self.grid)):
             if any(not 0 <= v < n for v, n in zip(value, limit)):
-                raise TraceError(f"{what} {value} is outside this launch's "
-                                 f"{'block' if what == 'thread' else 'grid'} {limit}")
+                raise TraceInputError(f"{what} {value} is outside this launch's "
+                                      f"{'block' if what == 'thread' else 'grid'} {limit}")
         bx, by, _ = self.block
         gx, gy, _ = self.grid
         ltid = t[0] + bx * (t[1] + by * t[2])
@@ -269,6 +282,11 @@ class Trace:
 
     def coordinates(self, tid: int) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
         """(threadIdx, blockIdx) of a global linear thread id."""
+        if isinstance(tid, (bool, np.bool_)) or not isinstance(tid, (int, np.integer)):
+            raise TraceTypeError(f"a thread id must be an int, got {type(tid).__name__} {tid!r}")
+        if not 0 <= tid < self.threads:
+            raise TraceInputError(f"thread id {tid} is outside this launch's {self.threads:,} "
+                                  f"threads (0 to {self.threads - 1})")
         blk, t = divmod(int(tid), self.threads_per_block)
         bx, by, _ = self.block
         gx, gy, _ = self.grid
@@ -283,9 +301,9 @@ class Trace:
     def warp_of_events(self) -> np.ndarray:
         """Each event's warp, numbered across the launch (32 consecutive linear threads)."""
         tpb = self.threads_per_block
-        per_block = -(-tpb // 32)
+        per_block = ceil_div(tpb, WARP_SIZE)
         thread = self.columns["thread"]
-        return (thread // tpb) * per_block + (thread % tpb) // 32
+        return (thread // tpb) * per_block + (thread % tpb) // WARP_SIZE
 
     # -- reading it ---------------------------------------------------------------------------
     def accesses(self, thread: Any = None, block: Any = None, space: str | None = None,
@@ -299,13 +317,14 @@ class Trace:
             mask &= self.columns["thread"] // self.threads_per_block \
                 == first // self.threads_per_block
         if space is not None:
-            if space not in SPACES:
-                raise ValueError(f"space must be one of {', '.join(SPACES)}, got {space!r}")
-            mask &= self.space_of_events() == SPACES.index(space)
+            mask &= self.space_of_events() == SPACES.index(check_space(space))
         if array is not None:
+            if not isinstance(array, str):
+                raise TraceTypeError(f"array must be the name of an array in the kernel, got "
+                                     f"{type(array).__name__} {array!r}")
             numbers = [i for i, a in enumerate(self.arrays) if a.label == array]
             if not numbers:
-                raise TraceError(f"no array {array!r} in this trace; its arrays are: "
+                raise TraceInputError(f"no array {array!r} in this trace; its arrays are: "
                                  f"{', '.join(sorted({a.label for a in self.arrays}))}")
             mask &= np.isin(self.columns["array"], numbers)
         out = []
@@ -339,9 +358,28 @@ class Trace:
         p.text(self.summary())
 
 
-def _xyz(value: Any, what: str) -> tuple[int, int, int]:
-    items = (value,) if isinstance(value, (int, np.integer)) else tuple(value)
-    if not 1 <= len(items) <= 3:
-        raise TraceError(f"{what} must be an int or a tuple of 1 to 3 ints, got {value!r}")
+def xyz(value: Any, what: str) -> tuple[int, int, int]:
+    """A thread or block index given as an int or a tuple of 1 to 3 ints, as (x, y, z)."""
+    items = (value,) if isinstance(value, (int, np.integer)) else value
+    if not isinstance(items, (tuple, list)) or not 1 <= len(items) <= 3 or any(
+            isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer))
+            for v in items):
+        raise TraceTypeError(f"{what} must be an int or a tuple of 1 to 3 ints, got {value!r}")
     full = [int(v) for v in items] + [0] * (3 - len(items))
     return full[0], full[1], full[2]
+
+
+def check_space(space: Any) -> str:
+    """`space` if it is one of SPACES."""
+    if not isinstance(space, str) or space not in SPACES:
+        raise TraceInputError(f"space must be one of {', '.join(SPACES)}, got {space!r}")
+    return space
+
+
+def check_trace(trace: Any) -> Trace:
+    """`trace` if it is a Trace (a launch's `record.trace`, or `tracing(...).trace`)."""
+    if not isinstance(trace, Trace):
+        raise TraceTypeError(
+            f"expected a gpukit.trace.Trace (record.trace of a launch made with trace=True), got "
+            f"{type(trace).__name__}")
+    return trace

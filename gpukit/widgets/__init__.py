@@ -3,7 +3,7 @@
 Each widget is ipywidgets controls above a matplotlib figure and a text summary, with a
 programmatic API (`.set(**values)`, `.summary`, `.figure`, `.widget`); displayed bare at the end
 of a cell it shows itself, with the summary as its text/plain. Widgets only display: the numbers
-come from gpukit's pure modules (occupancy, inspect, timing, transfers, devices, the backends).
+come from gpukit's pure modules (occupancy, timing, devices, geometry, the backends).
 """
 
 from __future__ import annotations

@@ -38,6 +38,18 @@ def field(row: Any, *names: str, default: Any = None) -> Any:
     return default
 
 
+def _same(value: Any, option: Any) -> bool:
+    """Whether a value given to `set` is the dropdown's option (no numpy broadcasting)."""
+    return type(value) is type(option) and value == option
+
+
+def check_flag(name: str, value: Any) -> bool:
+    """`value` if it is True or False, else a WidgetControlError naming `name`."""
+    if not isinstance(value, bool):
+        raise WidgetControlError(f"{name} must be True or False, got {value!r}")
+    return value
+
+
 def render_png(figure: Figure) -> bytes:
     """The figure as PNG bytes (Agg, whatever matplotlib backend the kernel uses)."""
     buffer = io.BytesIO()
@@ -183,9 +195,9 @@ class GpukitWidget:
         elif isinstance(control, ipw.Checkbox):
             if not isinstance(value, bool):
                 raise WidgetControlError(f"{self.kind}: {name} must be True or False, got {value!r}")
-        elif hasattr(control, "options"):
+        elif isinstance(control, ipw.Dropdown):
             options = [o[1] if isinstance(o, tuple) else o for o in control.options]
-            if value not in options:
+            if not any(_same(value, option) for option in options):
                 raise WidgetControlError(
                     f"{self.kind}: {name}={value!r} is not one of the choices: "
                     f"{', '.join(map(str, options))}")

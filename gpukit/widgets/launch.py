@@ -6,6 +6,8 @@ from `gpukit.geometry.plan_launch`. It launches nothing.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 from matplotlib.colors import ListedColormap
 from matplotlib.figure import Figure
@@ -13,7 +15,8 @@ from matplotlib.patches import Patch, Rectangle
 
 from ..devices import DeviceProfile, get_profile
 from ..geometry import LaunchGeometry, plan_launch
-from ._base import GpukitWidget, int_slider
+from ..utils import as_int
+from ._base import GpukitWidget, WidgetControlError, int_slider
 
 __all__ = ["LaunchGeometryWidget", "launch_geometry"]
 
@@ -22,6 +25,7 @@ _COLOURS = ListedColormap(["#8ecae6", "#ffb703", "#d9d9d9"])
 _IDLE = 2
 _ANNOTATE_CELLS = 256  # write into cells only while the text stays readable
 _ANNOTATE_WIDTH = 16
+MAX_DRAWN_THREADS = 1 << 20  # cells of the picture: one per thread launched
 
 
 class LaunchGeometryWidget(GpukitWidget):
@@ -33,6 +37,13 @@ class LaunchGeometryWidget(GpukitWidget):
                  device: str | DeviceProfile | None = None, max_n: int | None = None):
         self.device = get_profile(device).name
         first = plan_launch(n, threads_per_block, self.device)  # checks the arguments
+        if first.threads > MAX_DRAWN_THREADS:
+            raise WidgetControlError(
+                f"launch_geometry draws one cell per thread: {first.launch} launches "
+                f"{first.threads:,} threads, more than {MAX_DRAWN_THREADS:,}; plan bigger launches "
+                "with gpukit.geometry.plan_launch")
+        if max_n is not None:
+            max_n = as_int("max_n", max_n, max(first.shape), MAX_DRAWN_THREADS)
         if first.ndim == 1:
             high = max_n or max(4096, first.shape[0])
             controls = {
@@ -58,6 +69,19 @@ class LaunchGeometryWidget(GpukitWidget):
         if "n" in v:
             return plan_launch(v["n"], v["threads_per_block"], self.device)
         return plan_launch((v["rows"], v["cols"]), (v["block_x"], v["block_y"]), self.device)
+
+    def _check(self, name: str, value: Any) -> None:
+        super()._check(name, value)  # type and slider range
+        planned = {**self.values, name: value}
+        geometry = (plan_launch(planned["n"], planned["threads_per_block"], self.device)
+                    if "n" in planned else
+                    plan_launch((planned["rows"], planned["cols"]),
+                                (planned["block_x"], planned["block_y"]), self.device))
+        if geometry.threads > MAX_DRAWN_THREADS:
+            raise WidgetControlError(
+                f"{self.kind}: {name}={value} makes {geometry.launch} launch "
+                f"{geometry.threads:,} threads, more than the {MAX_DRAWN_THREADS:,} the picture "
+                "can show")
 
     def _draw(self, figure: Figure) -> str:
         geo = self.geometry

@@ -17,8 +17,10 @@ import ipywidgets as ipw
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
-from ..backends.base import PRESSURE_LEVELS, MemoryInfo
-from ._base import GpukitWidget, WidgetControlError, field
+from ..backends import current_backend
+from ..backends.base import PRESSURE_LEVELS, Backend, MemoryInfo
+from ..timing.plots import plot_timeline
+from ._base import GpukitWidget, WidgetControlError, check_flag, field
 
 __all__ = ["MemoryMonitor", "TimelineView", "memory_monitor", "timeline_view"]
 
@@ -89,9 +91,9 @@ class MemoryMonitor(_Refreshing):
     kind = "memory_monitor"
 
     def __init__(self, backend: Any, unit: str = "MiB", auto_refresh: bool = True):
-        if not callable(getattr(backend, "memory_info", None)):
-            raise TypeError(f"memory_monitor needs a gpukit backend (with memory_info()), got "
-                            f"{type(backend).__name__}")
+        if not isinstance(backend, Backend):
+            raise WidgetControlError(f"memory_monitor needs a gpukit backend, got "
+                                     f"{type(backend).__name__}")
         self.backend = backend
         self.history: list[MemoryInfo] = [backend.memory_info()]
         controls = {"unit": ipw.Dropdown(options=list(_UNITS), value=unit, description="unit",
@@ -137,7 +139,7 @@ class MemoryMonitor(_Refreshing):
 
     def _summary_text(self, info: MemoryInfo, unit: str) -> str:
         scale = _UNITS[unit]
-        device = getattr(self.backend, "device_name", None) or getattr(self.backend, "name", "")
+        device = self.backend.device_name
         lines = [f"device memory of {device}:",
                  (f"  used {info.used_bytes / scale:,.2f} {unit} ({info.used_bytes:,} bytes), "
                  f"free {info.free_bytes / scale:,.2f} {unit} of {info.total_bytes / scale:,.2f} "
@@ -158,9 +160,9 @@ def memory_monitor(backend: Any = None, *, unit: str = "MiB",
     so allocations and frees show up. Control: "unit" ("KiB", "MiB", "GiB").
     """
     if backend is None:
-        from ..backends import current_backend
         backend = current_backend()
-    if unit not in _UNITS:
+    check_flag("auto_refresh", auto_refresh)
+    if not isinstance(unit, str) or unit not in _UNITS:
         raise WidgetControlError(f"unit must be one of {', '.join(_UNITS)}, got {unit!r}")
     return MemoryMonitor(backend, unit, auto_refresh)
 
@@ -177,22 +179,19 @@ class TimelineView(_Refreshing):
         controls = {"by": ipw.Dropdown(options=["stream", "engine"], value=by,
                                        description="rows", layout=ipw.Layout(width="180px"))}
         super().__init__(controls, figsize=(9.0, 3.0),
-                         auto_refresh=auto_refresh and callable(getattr(source, "timeline", None)))
+                         auto_refresh=auto_refresh and isinstance(source, Backend))
         self.update()
 
     def _read(self) -> None:
-        timeline = getattr(self.source, "timeline", None)
-        if callable(timeline):
-            self.events = list(timeline())
+        if isinstance(self.source, Backend):
+            self.events = list(self.source.timeline())
         elif isinstance(self.source, (list, tuple)):
             self.events = list(self.source)
         else:
-            raise TypeError(f"timeline_view needs a backend with timeline() or a list of timeline "
-                            f"events, got {type(self.source).__name__}")
+            raise WidgetControlError(f"timeline_view needs a gpukit backend or a list of timeline "
+                                     f"events, got {type(self.source).__name__}")
 
     def _draw(self, figure: Figure) -> str:
-        from ..timing import plot_timeline
-
         ax = figure.add_subplot()
         by = self.controls["by"].value
         if not self.events:
@@ -234,8 +233,8 @@ def timeline_view(backend: Any = None, *, by: str = "stream",
     after every cell. On the simulator the timeline is modeled, and says so.
     """
     if backend is None:
-        from ..backends import current_backend
         backend = current_backend()
-    if by not in ("stream", "engine"):
+    check_flag("auto_refresh", auto_refresh)
+    if not isinstance(by, str) or by not in ("stream", "engine"):
         raise WidgetControlError(f"by must be 'stream' or 'engine', got {by!r}")
     return TimelineView(backend, by, auto_refresh)

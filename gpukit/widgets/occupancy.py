@@ -2,7 +2,7 @@
 
 A device dropdown and sliders for threads per block, registers per thread and shared memory per
 block (or a compiled kernel's registers and static shared memory, from ptxas via
-`gpukit.inspect.resources`); the occupancy, its limiting factor and the calculator's three curves
+`gpukit.occupancy.resources`); the occupancy, its limiting factor and the calculator's three curves
 with the current point marked. Every number comes from `gpukit.occupancy`; nothing is run.
 """
 
@@ -14,14 +14,15 @@ import ipywidgets as ipw
 from matplotlib.figure import Figure
 
 from ..devices import DeviceProfile, UnknownDeviceError, get_profile, list_profiles
-from ..inspect import (
+from ..errors import ArgumentTypeError
+from ..occupancy import Occupancy, best_block_size, calculator_curves, occupancy
+from ..occupancy.resources import (
     DEFAULT_REGS_PER_THREAD,
     InspectError,
     InspectUnavailableError,
     KernelResources,
     resources,
 )
-from ..occupancy import Occupancy, best_block_size, calculator_curves, occupancy
 from ._base import GpukitWidget, int_slider
 
 __all__ = ["OccupancyExplorer", "occupancy_explorer"]
@@ -44,7 +45,7 @@ class OccupancyExplorer(GpukitWidget):
         self.resources_note: str | None = None
         if kernel is not None:
             if signature is None:
-                raise TypeError("occupancy_explorer(kernel=...) needs signature= (Numba types "
+                raise ArgumentTypeError("occupancy_explorer(kernel=...) needs signature= (Numba types "
                                 "such as 'void(float32[:], int32)', or example arguments)")
             self._read_resources(profile, first=True)
         cc = profile.cc
@@ -181,7 +182,7 @@ def occupancy_explorer(device: str | DeviceProfile | None = None, kernel: Any = 
     Controls: "device", "threads_per_block", "regs_per_thread", "shared_mem_bytes". With
     `kernel` (a function written against numba.cuda, or a @cuda.jit dispatcher) and `signature`
     (Numba types or example arguments), registers and static shared memory are the kernel's own,
-    read with ptxas for the selected device (`gpukit.inspect.resources`), the registers slider is
+    read with ptxas for the selected device (`gpukit.occupancy.resources`), the registers slider is
     fixed, and "dynamic_shared_bytes" replaces "shared_mem_bytes". Without the inspect extra the
     calculator's sliders stay, and the summary says why.
     """

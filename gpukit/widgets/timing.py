@@ -9,6 +9,8 @@ labelled measured (wall clock or CUDA events) or modeled. `block_size_timing`,
 
 from __future__ import annotations
 
+import math
+import numbers
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -16,7 +18,9 @@ from typing import Any
 import ipywidgets as ipw
 from matplotlib.figure import Figure
 
-from ._base import GpukitWidget, WidgetControlError, field
+from ..timing import Timing, bandwidth_sweep, time_kernel
+from ..utils import as_int, ceil_div, size_text
+from ._base import GpukitWidget, WidgetControlError, check_flag, field
 
 __all__ = ["TimingPlot", "block_size_timing", "problem_size_timing", "timing_plot",
            "transfer_bandwidth"]
@@ -31,13 +35,6 @@ DEFAULT_BLOCK_SIZES = (32, 64, 128, 256, 512, 1024)
 def series_label(kind: str) -> str:
     """"measured: wall clock", "measured: CUDA events" or "modeled (not measured)"."""
     return _MEASURED.get(kind, "modeled (not measured)" if kind == "modeled" else kind)
-
-
-def _size_text(nbytes: float) -> str:
-    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if nbytes >= size:
-            return f"{nbytes / size:.3g} {unit}"
-    return f"{nbytes:g} B"
 
 
 def _number(x: float) -> str:
@@ -61,31 +58,65 @@ class _Copy:
     kind: str
 
 
+def _rows(rows: Any, what: str) -> list[Any]:
+    if rows is None:
+        return []
+    if isinstance(rows, Mapping):
+        return list(rows.items())
+    if isinstance(rows, (str, bytes)) or not isinstance(rows, Iterable):
+        raise WidgetControlError(f"timing_plot: {what} must be a collection of rows, got "
+                                 f"{type(rows).__name__} {rows!r}")
+    return list(rows)
+
+
+def _real(name: str, value: Any, row: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or \
+            not math.isfinite(value) or value < 0:
+        raise WidgetControlError(f"timing_plot: {name} must be a finite number >= 0, got "
+                                 f"{value!r} in {row!r}")
+    return float(value)
+
+
+def _text(name: str, value: Any, row: Any) -> str:
+    if not isinstance(value, str):
+        raise WidgetControlError(f"timing_plot: {name} must be a string, got {value!r} in "
+                                 f"{row!r}")
+    return value
+
+
 def _copies(rows: Iterable[Any] | None) -> list[_Copy]:
     """`BandwidthRow`s, or rows (objects or dicts) with the same fields."""
     copies = []
-    for row in rows or []:
+    for row in _rows(rows, "bandwidth"):
         values = {name: field(row, name, default=...) for name in _Copy.__dataclass_fields__}
         missing = [name for name, value in values.items() if value is ...]
         if missing:
             raise WidgetControlError(f"timing_plot: a bandwidth row lacks {', '.join(missing)}: "
                                      f"{row!r}")
-        copies.append(_Copy(**values))
+        if values["pinned"] not in (True, False, None) or not isinstance(values["pinned"],
+                                                                         (bool, type(None))):
+            raise WidgetControlError(f"timing_plot: pinned must be True, False or None, got "
+                                     f"{values['pinned']!r} in {row!r}")
+        copies.append(_Copy(int(_real("size_bytes", values["size_bytes"], row)),
+                            _real("gb_per_s", values["gb_per_s"], row),
+                            _text("direction", values["direction"], row), values["pinned"],
+                            _text("kind", values["kind"], row)))
     return copies
 
 
 def _kernel_points(kernel_times: Any, x: str) -> list[_Point]:
     """(x, Timing) pairs, a mapping x -> Timing, or rows with `x`, ms and kind fields."""
-    if kernel_times is None:
-        return []
-    items = kernel_times.items() if isinstance(kernel_times, Mapping) else kernel_times
     points = []
-    for item in items:
+    for item in _rows(kernel_times, "kernel_times"):
         if isinstance(item, tuple) and len(item) == 2:
             value, timing = item
+            if not isinstance(timing, Timing):
+                raise WidgetControlError(f"timing_plot: kernel_times pairs are (x value, Timing), "
+                                         f"got {item!r}")
+            value = _real(x, value, item)
             points.append(_Point(value, timing.median_ms, timing.kind, timing.note))
-            modeled = getattr(timing, "modeled", None)
-            if modeled is not None:
+            if timing.modeled is not None:
+                modeled = timing.modeled
                 points.append(_Point(value, modeled.median_ms, modeled.kind, modeled.note))
             continue
         value = field(item, x)
@@ -95,7 +126,8 @@ def _kernel_points(kernel_times: Any, x: str) -> list[_Point]:
             raise WidgetControlError(
                 f"timing_plot: each kernel-time row needs {x!r}, 'ms' and 'kind' (or pass "
                 f"(x, Timing) pairs), got {item!r}")
-        points.append(_Point(value, float(ms), kind, field(item, "note", default="")))
+        points.append(_Point(_real(x, value, item), _real("ms", ms, item),
+                             _text("kind", kind, item), str(field(item, "note", default=""))))
     return points
 
 
@@ -107,6 +139,11 @@ class TimingPlot(GpukitWidget):
     def __init__(self, kernel_times: Any = None, bandwidth: Iterable[Any] | None = None, *,
                  x: str = "threads_per_block", x_label: str | None = None,
                  title: str | None = None, log_scale: bool | None = None):
+        for name, value in (("x", x), ("x_label", x_label), ("title", title)):
+            if not isinstance(value, str) and (name == "x" or value is not None):
+                raise WidgetControlError(f"timing_plot: {name} must be a string, got {value!r}")
+        if log_scale is not None:
+            check_flag("log_scale", log_scale)
         self.points = _kernel_points(kernel_times, x)
         self.bandwidth = _copies(bandwidth)
         if not self.points and not self.bandwidth:
@@ -200,7 +237,7 @@ class TimingPlot(GpukitWidget):
             ax.plot([r.size_bytes for r in rows], [r.gb_per_s for r in rows], marker="o",
                     markersize=3, linestyle="--" if kind == "modeled" else "-", label=label)
             peak = max(rows, key=lambda r: r.gb_per_s)
-            lines.append(f"  {label}: {peak.gb_per_s:.3g} GB/s at {_size_text(peak.size_bytes)}")
+            lines.append(f"  {label}: {peak.gb_per_s:.3g} GB/s at {size_text(peak.size_bytes)}")
         if not series:
             lines.append("  no series selected")
         ax.set_xscale("log", base=2)
@@ -228,19 +265,14 @@ def timing_plot(kernel_times: Any = None, bandwidth: Iterable[Any] | None = None
                       log_scale=log_scale)
 
 
-def _grid_for(n: int, threads_per_block: int) -> int:
-    return -(-n // threads_per_block)
-
-
 def block_size_timing(kernel: Any, n: int, *args: Any,
                       block_sizes: Sequence[int] = DEFAULT_BLOCK_SIZES, backend: Any = None,
                       repeat: int | None = None, **options: Any) -> TimingPlot:
     """Time `kernel[ceil(n / b), b](*args)` for each block size b with `gpukit.timing.time_kernel`
     (options such as flops= pass through) and plot time against threads per block."""
-    from ..timing import time_kernel
-
-    times = {b: time_kernel(kernel, _grid_for(n, b), b, *args, backend=backend, repeat=repeat,
-                            **options) for b in block_sizes}
+    n = as_int("n", n, 1)
+    times = {b: time_kernel(kernel, ceil_div(n, b), b, *args, backend=backend, repeat=repeat,
+                            **options) for b in _counts("block_sizes", block_sizes)}
     return timing_plot(times, x="threads_per_block",
                        title=f"{_name(kernel)}: n = {n:,}, time against block size")
 
@@ -251,9 +283,12 @@ def problem_size_timing(kernel: Any, args_for: Callable[[int], Sequence[Any]],
                         **options: Any) -> TimingPlot:
     """Time `kernel[ceil(n / threads_per_block), threads_per_block](*args_for(n))` for each n in
     `sizes` with `gpukit.timing.time_kernel`, and plot time against the problem size."""
-    from ..timing import time_kernel
-
-    times = {n: time_kernel(kernel, _grid_for(n, threads_per_block), threads_per_block,
+    if not callable(args_for):
+        raise WidgetControlError(f"args_for must be a function of n returning the kernel's "
+                                 f"arguments, got {type(args_for).__name__}")
+    sizes = _counts("sizes", sizes)
+    threads_per_block = as_int("threads_per_block", threads_per_block, 1)
+    times = {n: time_kernel(kernel, ceil_div(n, threads_per_block), threads_per_block,
                             *args_for(n), backend=backend, repeat=repeat, **options)
              for n in sizes}
     return timing_plot(times, x="n", title=f"{_name(kernel)}: {threads_per_block} threads/block, "
@@ -264,12 +299,24 @@ def transfer_bandwidth(backend: Any = None, sizes: Iterable[int] | None = None,
                        directions: Sequence[str] = ("h2d", "d2h"), *,
                        repeat: int = 3) -> TimingPlot:
     """Run `gpukit.timing.bandwidth_sweep` for each direction, pinned and pageable, and plot it."""
-    from ..timing import bandwidth_sweep
-
-    extra = {} if sizes is None else {"sizes": list(sizes)}
+    extra = {} if sizes is None else {"sizes": _counts("sizes", sizes)}
+    if isinstance(directions, str) or not isinstance(directions, Iterable) or not all(
+            isinstance(d, str) for d in directions):
+        raise WidgetControlError(f"directions must be a sequence of 'h2d', 'd2h' or 'd2d', got "
+                                 f"{directions!r}")
     rows = [row for direction in directions
             for row in bandwidth_sweep(backend, direction=direction, repeat=repeat, **extra)]
     return timing_plot(bandwidth=rows)
+
+
+def _counts(name: str, values: Any) -> list[int]:
+    """A non-empty sequence of ints >= 1 (block sizes, problem sizes)."""
+    if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
+        raise WidgetControlError(f"{name} must be a sequence of ints >= 1, got {values!r}")
+    values = [as_int(f"each of {name}", v, 1) for v in values]
+    if not values:
+        raise WidgetControlError(f"{name} must not be empty")
+    return values
 
 
 def _name(kernel: Any) -> str:

@@ -19,6 +19,7 @@ from gpukit.errors import (
     BackendUnavailableError,
     InvalidDeviceArrayError,
     LaunchConfigError,
+    OptionTypeError,
     TransferError,
 )
 
@@ -362,6 +363,7 @@ def test_simulator_only_options_raise(backend, option):
 
 
 def test_unknown_launch_option_raises(backend):
-    with pytest.raises(TypeError, match="unexpected option\\(s\\) shared; the CUDA backend "
-                                        "accepts stream and dynamic_shared_bytes"):
+    with pytest.raises(OptionTypeError, match="unexpected option\\(s\\) shared; the CUDA "
+                                              "backend accepts stream, dynamic_shared_bytes and "
+                                              "flops$"):
         backend.launch_kernel(vadd, 1, 32, np.ones(3), np.ones(3), np.ones(3), shared=1)

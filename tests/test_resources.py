@@ -1,5 +1,5 @@
-"""gpukit.inspect and gpukit.ptxas: ptxas's numbers for real kernels without a GPU, from the
-inspect extra's wheels."""
+"""gpukit.occupancy.resources and gpukit.occupancy.ptxas: ptxas's numbers for real kernels without
+a GPU, from the inspect extra's wheels."""
 
 from __future__ import annotations
 
@@ -13,10 +13,9 @@ import numpy as np
 import pytest
 from numba import cuda, float32, int32
 
-from gpukit import inspect as gi
-from gpukit import ptxas
 from gpukit.errors import GpukitError
-from gpukit.occupancy import occupancy
+from gpukit.occupancy import occupancy, ptxas
+from gpukit.occupancy import resources as gi
 
 pytestmark = pytest.mark.skipif(gi.unavailable_reason() is not None,
                                 reason=f"{gi.unavailable_reason()}")

@@ -1,11 +1,14 @@
 """Input checks shared by every backend: shapes, dtypes, host arrays and launch configurations.
 
 Both CPUBackend and CUDABackend call these so that one bad input gets one exact error, whichever
-backend runs. Pure functions on numpy only; nothing here touches a device.
+backend runs. Sizes are computed with Python ints, so no shape can overflow before it is checked.
+Pure functions on numpy only; nothing here touches a device (options are `backends.options`).
 """
 
 from __future__ import annotations
 
+import itertools
+import math
 import operator
 from typing import Any
 
@@ -13,6 +16,11 @@ import numpy as np
 
 from ..errors import GpukitError, LaunchConfigError, TransferError
 from .base import Capabilities
+
+# The most bytes one numpy array (so one host view of a device array) can span, and the most
+# dimensions it can have (numpy's limit; kernels use 1 to 3).
+MAX_ARRAY_BYTES = int(np.iinfo(np.intp).max)
+MAX_NDIM = 32
 
 
 class InvalidShapeError(GpukitError, ValueError):
@@ -59,7 +67,14 @@ def normalize_shape(shape: Any) -> tuple[int, ...]:
             f"invalid shape {shape!r}: a shape is an int or a tuple of ints, "
             f"not {type(shape).__name__} (for example 1024 or (64, 64))")
     else:
-        dims = tuple(shape)
+        try:
+            dims = tuple(itertools.islice(shape, MAX_NDIM + 1))
+        except Exception:  # noqa: BLE001 - an iterable that fails to iterate is no shape
+            raise ShapeTypeError(f"invalid shape {shape!r}: a shape is an int or a tuple of "
+                                 "ints") from None
+        if len(dims) > MAX_NDIM:
+            raise InvalidShapeError(f"invalid shape {shape!r}: arrays have at most {MAX_NDIM} "
+                                    "dimensions")
     result = []
     for axis, value in enumerate(dims):
         size = _as_dimension(value)
@@ -75,6 +90,18 @@ def normalize_shape(shape: Any) -> tuple[int, ...]:
     return tuple(result)
 
 
+def check_array_size(shape: tuple[int, ...], dtype: np.dtype, *,
+                     operation: str = "allocate") -> int:
+    """The bytes an array of `shape` and `dtype` holds; raises `InvalidShapeError` when numpy
+    could not even describe it (more than MAX_ARRAY_BYTES, counting zero-size axes as 1)."""
+    span = math.prod(max(n, 1) for n in shape) * dtype.itemsize
+    if span > MAX_ARRAY_BYTES:
+        raise InvalidShapeError(
+            f"{operation}: shape {shape} of {dtype} is too large: it spans {span:,} bytes, more "
+            f"than any array can address ({MAX_ARRAY_BYTES:,} bytes)")
+    return math.prod(shape) * dtype.itemsize
+
+
 def normalize_dtype(dtype: Any) -> np.dtype:
     """`dtype` as a native-byte-order numpy dtype, if it is bool or numeric.
 
@@ -87,7 +114,7 @@ def normalize_dtype(dtype: Any) -> np.dtype:
             f"dtype must be given, got None; accepted dtypes: {_SUPPORTED_NAMES}")
     try:
         resolved = np.dtype(dtype)
-    except (TypeError, ValueError):
+    except Exception:  # noqa: BLE001 - numpy raises TypeError, ValueError, OverflowError, ...
         raise UnsupportedDtypeError(
             f"unknown dtype {dtype!r}; accepted dtypes: {_SUPPORTED_NAMES}") from None
     native = resolved.newbyteorder("=") if resolved.byteorder not in "=|" else resolved
@@ -117,9 +144,14 @@ def check_host_array(array: Any, *, operation: str = "to_device") -> np.ndarray:
 def check_copy_target(host: np.ndarray, device_shape: tuple[int, ...], device_dtype: Any,
                       *, operation: str = "copy_to_device") -> None:
     """Raise `TransferError` unless a host array and a device array (either one the copy's
-    source) have exactly the same shape and dtype."""
+    source) have the same shape and dtype. The host array's byte order does not matter: copies
+    convert it (a big-endian `out` receives big-endian values)."""
+    if not isinstance(host, np.ndarray):
+        raise TransferError(f"{operation}: the host array must be a numpy array, got "
+                            f"{type(host).__name__}")
     device_shape, device_dtype = tuple(device_shape), np.dtype(device_dtype)
-    if host.shape != device_shape or host.dtype != device_dtype:
+    host_dtype = host.dtype.newbyteorder("=") if host.dtype.byteorder not in "=|" else host.dtype
+    if host.shape != device_shape or host_dtype != device_dtype:
         raise TransferError(
             f"{operation}: the host array is {host.shape} {host.dtype} but the device array is "
             f"{device_shape} {device_dtype}; copies need equal shapes and dtypes (reshape or "
@@ -167,10 +199,19 @@ def check_launch(kernel_name: str, grid: Any, block: Any, dynamic_shared_bytes: 
                 raise LaunchConfigError(
                     f"{where}: {what} dimension {axis} is {size}; {device} allows at most "
                     f"{limit}")
-    shared_limit = capabilities.shared_mem_per_block_optin
-    shared = _as_dimension(dynamic_shared_bytes)
-    if shared is None or not 0 <= shared <= shared_limit:
-        raise LaunchConfigError(
-            f"{where}: dynamic_shared_bytes must be an int from 0 to {shared_limit} ({device}'s "
-            f"shared memory per block), got {dynamic_shared_bytes!r}")
+    check_dynamic_shared_bytes(kernel_name, dynamic_shared_bytes,
+                               capabilities.shared_mem_per_block_optin, device)
     return grid3, block3
+
+
+def check_dynamic_shared_bytes(kernel_name: str, value: Any, limit: int | None = None,
+                               device: str = "the device") -> int:
+    """`value` as an int from 0 to `limit` (the device's shared memory per block; None: no
+    upper limit, when launch limits are not checked). Raises `LaunchConfigError`."""
+    shared = _as_dimension(value)
+    if shared is None or shared < 0 or (limit is not None and shared > limit):
+        allowed = (f"from 0 to {limit} ({device}'s shared memory per block)" if limit is not None
+                   else ">= 0")
+        raise LaunchConfigError(f"kernel '{kernel_name}': dynamic_shared_bytes must be an int "
+                                f"{allowed}, got {value!r}")
+    return shared

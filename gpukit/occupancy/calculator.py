@@ -3,19 +3,19 @@
 `occupancy(device, threads_per_block, ...)` returns what
 `cudaOccupancyMaxActiveBlocksPerMultiprocessor` returns, quirks included (per-partition register
 flooring, the CC 6.0 GP10x re-check, the 1 KiB shared-memory reserve on CC >= 8.0, carveout
-rounding and override). The rules are those of `cuda_occupancy.h` as written down in gpu-facts.md;
-the numbers come from `gpukit.devices`. The three charts of NVIDIA's calculator and
-`best_block_size` live in `gpukit.occupancy_curves` and are re-exported here. Pure functions: no
-GPU, no numba. Achieved occupancy (what a profiler measures) is not modelled.
+rounding and override). The rules are those of the CUDA toolkit's `cuda_occupancy.h`; the
+numbers come from `gpukit.devices`. The three charts of NVIDIA's calculator and `best_block_size`
+live in `gpukit.occupancy.curves`. Pure functions: no GPU, no numba. Achieved occupancy (what a
+profiler measures) is not modelled.
 """
 
 from __future__ import annotations
 
 import numbers
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from .devices import (
+from ..devices import (
     COMPUTE_CAPABILITIES,
     PROFILES,
     ComputeCapability,
@@ -24,13 +24,11 @@ from .devices import (
     get_compute_capability,
     get_profile,
 )
-from .errors import GpukitError
+from ..errors import GpukitError
+from ..utils import ceil_div, round_up
 
-__all__ = [
-    "FACTORS", "Curve", "Occupancy", "OccupancyInputError", "OccupancyTypeError", "best_block_size",
-    "calculator_curves", "occupancy", "occupancy_vs_block_size", "occupancy_vs_registers",
-    "occupancy_vs_shared_memory", "resolve_device",
-]
+__all__ = ["FACTORS", "DeviceLike", "Occupancy", "OccupancyInputError", "OccupancyTypeError",
+           "check_int", "occupancy", "resolve_device"]
 
 # The limiting factors, in the order ties are broken.
 FACTORS = ("warps", "registers", "shared_memory", "blocks")
@@ -78,7 +76,9 @@ def resolve_device(device: DeviceLike) -> tuple[ComputeCapability, DeviceProfile
         f"capability such as '8.0' or (8, 0), not {type(device).__name__}")
 
 
-def _int_arg(name: str, value: Any, minimum: int) -> int:
+def check_int(name: str, value: Any, minimum: int) -> int:
+    """`value` as an int >= `minimum`; raises OccupancyTypeError / OccupancyInputError naming
+    `name` otherwise."""
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise OccupancyTypeError(f"{name} must be an int, got {type(value).__name__} {value!r}")
     if value < minimum:
@@ -90,20 +90,12 @@ def _int_arg(name: str, value: Any, minimum: int) -> int:
 def _carveout_arg(carveout: Any) -> int | None:
     if carveout is None:
         return None
-    carveout = _int_arg("carveout", carveout, 0)
+    carveout = check_int("carveout", carveout, 0)
     if carveout > 100:
         raise OccupancyInputError(
             f"carveout is a percentage of the SM's shared memory, 0..100 (or None for the "
             f"default), got {carveout}")
     return carveout
-
-
-def _ceil_div(a: int, b: int) -> int:
-    return -(-a // b)
-
-
-def _round_up(a: int, b: int) -> int:
-    return _ceil_div(a, b) * b
 
 
 def _kib(n_bytes: int) -> str:
@@ -184,10 +176,10 @@ class Occupancy:
 def _register_limit(cc: ComputeCapability, regs: int, warps_per_block: int,
                     partitions: int) -> tuple[int | None, int, str | None]:
     """(blocks allowed, registers allocated per block, why 0) with `partitions` sub-partitions."""
-    per_warp = _round_up(regs * cc.warp_size, cc.register_alloc_unit)
+    per_warp = round_up(regs * cc.warp_size, cc.register_alloc_unit)
     per_block = per_warp * warps_per_block
     # The hardware launch check assumes the block takes registers from every sub-partition at once.
-    assumed = per_warp * _round_up(warps_per_block, partitions)
+    assumed = per_warp * round_up(warps_per_block, partitions)
     if regs > cc.max_registers_per_thread:
         return 0, per_block, (f"{regs} registers per thread exceeds the limit of "
                               f"{cc.max_registers_per_thread}")
@@ -214,7 +206,7 @@ def _shared_memory_limit(cc: ComputeCapability, smem: int, carveout: int | None,
                          opt_in: bool) -> tuple[int | None, int, int, str | None]:
     """(blocks allowed, bytes allocated per block, SM capacity configured, why 0)."""
     reserved = cc.shared_mem_reserved_per_block
-    allocated = _round_up(smem + reserved, cc.shared_mem_alloc_unit)
+    allocated = round_up(smem + reserved, cc.shared_mem_alloc_unit)
     cap = (cc.shared_mem_per_block_optin if opt_in else cc.shared_mem_per_block) + reserved
     if cc.carveout_kib is None:  # dedicated shared memory before Volta: the carveout is ignored
         capacity = cc.shared_mem_per_sm
@@ -250,15 +242,15 @@ def occupancy(device: DeviceLike, threads_per_block: int, regs_per_thread: int =
     `valid=False`, 0 blocks and a `reason`; impossible inputs raise `OccupancyInputError`.
     """
     cc, profile = resolve_device(device)
-    threads_per_block = _int_arg("threads_per_block", threads_per_block, 1)
-    regs_per_thread = _int_arg("regs_per_thread", regs_per_thread, 0)
-    shared_mem_bytes = _int_arg("shared_mem_bytes", shared_mem_bytes, 0)
+    threads_per_block = check_int("threads_per_block", threads_per_block, 1)
+    regs_per_thread = check_int("regs_per_thread", regs_per_thread, 0)
+    shared_mem_bytes = check_int("shared_mem_bytes", shared_mem_bytes, 0)
     carveout = _carveout_arg(carveout)
     if not isinstance(opt_in, bool):
         raise OccupancyTypeError(f"opt_in must be True or False, got {opt_in!r}")
 
     reasons = []
-    warps_per_block = _ceil_div(threads_per_block, cc.warp_size)
+    warps_per_block = ceil_div(threads_per_block, cc.warp_size)
     if threads_per_block > cc.max_threads_per_block:
         warp_limit = 0
         reasons.append(f"a block of {threads_per_block} threads exceeds the limit of "
@@ -301,26 +293,3 @@ def occupancy(device: DeviceLike, threads_per_block: int, regs_per_thread: int =
         shared_mem_per_block=smem_allocated, shared_mem_per_sm=smem_per_sm, valid=active > 0,
         reason="; ".join(reasons) if active == 0 else None)
 
-
-if TYPE_CHECKING:
-    from .occupancy_curves import (
-        Curve,
-        best_block_size,
-        calculator_curves,
-        occupancy_vs_block_size,
-        occupancy_vs_registers,
-        occupancy_vs_shared_memory,
-    )
-
-_CURVE_NAMES = frozenset({"Curve", "best_block_size", "calculator_curves",
-                          "occupancy_vs_block_size", "occupancy_vs_registers",
-                          "occupancy_vs_shared_memory"})
-
-
-def __getattr__(name: str) -> Any:
-    # The calculator's charts and the block-size search live in a sibling module that builds on
-    # `occupancy`; importing it lazily keeps either module importable first.
-    if name in _CURVE_NAMES:
-        from . import occupancy_curves
-        return getattr(occupancy_curves, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,4 +1,4 @@
-"""Honest timing: CUDA events on GPUs, wall time plus a labelled model on the simulator.
+"""Timers: CUDA events on GPUs, wall time plus a labelled model on the simulator.
 
 Every result is a `Timing` whose `kind` says what it is: "cuda-events" (GPU time between CUDA
 events, on a real GPU), "wall" (the host's clock: on the CPU simulator, the time the simulation
@@ -7,12 +7,12 @@ no time, the same) or "modeled" (computed from the device profile, never measure
 `time_kernel` excludes warm-up launches and reports the first launch (which compiles the kernel)
 apart; `timer` times any region; `launch_log` lists launches with their timings.
 
-The simulator's model (`Timing.modeled`, `gpukit.sim.streams`) is a roofline: a kernel takes
+The simulator's model (`Timing.modeled`, `gpukit.timing.model`) is a roofline: a kernel takes
     launch overhead + max(bytes moved / memory bandwidth, flops / peak FP32)
 with the global-memory bytes counted by the simulator per access, flops declared by the kernel's
 caller (`flops=`; the ops declare theirs) or left out, and the profile's launch overhead,
 bandwidth and peak. Copies take PCIe latency + size / effective link bandwidth (pinned faster than
-pageable; `gpukit.backends.cpu.modeled_copy_ms`), and streams overlap on a modeled timeline.
+pageable; `gpukit.timing.model.modeled_copy_ms`), and streams overlap on a modeled timeline.
 Its limits: no caches (every global access is DRAM traffic, re-reads included), no coalescing
 penalty (a strided access costs its bytes only), no occupancy, latency, wave or clock effects (so
 the modeled time does not depend on the block size), no compute time without declared flops. For
@@ -28,19 +28,17 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .backends import _cuda_streams as cuda_streams
-from .sim.streams import KernelModel, TimelineEvent, model_kernel, model_launch
-from .timing_plots import plot_bandwidth, plot_timeline
-from .transfers import BandwidthRow, bandwidth_sweep
+from ..backends import current_backend
+from ..backends.base import Backend
+from ..errors import ArgumentTypeError, InvalidArgumentError
+from ..launches import LaunchRecord
+from ..utils import as_int, as_number
+from .model import KernelModel, model_launch
 
 if TYPE_CHECKING:
     from typing_extensions import Self
 
-__all__ = [
-    "KINDS", "BandwidthRow", "KernelModel", "LaunchLogEntry", "TimelineEvent", "Timer", "Timing",
-    "bandwidth_sweep", "launch_log", "model_kernel", "plot_bandwidth", "plot_timeline",
-    "time_kernel", "timer",
-]
+__all__ = ["KINDS", "LaunchLogEntry", "Timer", "Timing", "launch_log", "time_kernel", "timer"]
 
 KINDS = ("cuda-events", "wall", "modeled")
 _KIND_TEXT = {
@@ -49,8 +47,6 @@ _KIND_TEXT = {
     "modeled": "modeled from the device profile, not measured",
 }
 _SIM_WALL_NOTE = "the simulation's wall time on this CPU, not a GPU time"
-_CUDASIM_NOTE = ("Numba's CUDA simulator: events carry no time, so this is the host's wall time "
-                 "of the simulation")
 
 
 @dataclass(frozen=True)
@@ -67,11 +63,15 @@ class Timing:
     details: dict[str, Any] = field(default_factory=dict, compare=False)
 
     def __post_init__(self) -> None:
-        if self.kind not in KINDS:
-            raise ValueError(f"Timing kind must be one of {', '.join(KINDS)}, got {self.kind!r}")
-        samples = tuple(float(s) for s in self.samples)
+        if not isinstance(self.kind, str) or self.kind not in KINDS:
+            raise InvalidArgumentError(
+                f"Timing kind must be one of {', '.join(KINDS)}, got {self.kind!r}")
+        if isinstance(self.samples, (str, bytes)) or not hasattr(self.samples, "__iter__"):
+            raise ArgumentTypeError(f"Timing samples must be a sequence of milliseconds, got "
+                                    f"{type(self.samples).__name__}")
+        samples = tuple(as_number("a Timing sample", s) for s in self.samples)
         if not samples:
-            raise ValueError("a Timing needs at least one sample")
+            raise InvalidArgumentError("a Timing needs at least one sample")
         object.__setattr__(self, "samples", samples)
 
     @property
@@ -104,30 +104,21 @@ class Timing:
     __str__ = summary
 
 
-def _backend_of(kernel: Any, backend: Any) -> Any:
-    if backend is not None:
-        return backend
-    owner = getattr(kernel, "backend", None)  # a simulator kernel knows its backend
-    if owner is not None:
-        return owner
-    from .backends import current_backend
-    return current_backend()
+def _backend_of(kernel: Any, backend: Any) -> Backend:
+    if backend is None:
+        owner = getattr(kernel, "backend", None)  # a simulator kernel knows its backend
+        backend = owner if isinstance(owner, Backend) else current_backend()
+    if not isinstance(backend, Backend):
+        raise ArgumentTypeError(f"backend must be a gpukit backend (gpukit.get_backend()), got "
+                                f"{type(backend).__name__}")
+    return backend
 
 
-def _kind_of(backend: Any) -> str:
-    """"sim" (gpukit's simulator), "cuda" (CUDABackend, GPU or Numba's simulator) or "other"."""
-    if hasattr(backend, "_timeline") and hasattr(backend, "profile"):
-        return "sim"
-    if getattr(backend, "name", None) == "cuda" and hasattr(backend, "simulator"):
-        return "cuda"
-    return "other"
+MAX_REPEAT = 10_000  # timed launches in one call; more would only take long
 
 
-def _check_counts(repeat: int, warmup: int) -> None:
-    if isinstance(repeat, bool) or not isinstance(repeat, int) or repeat < 1:
-        raise ValueError(f"repeat must be an int >= 1, got {repeat!r}")
-    if isinstance(warmup, bool) or not isinstance(warmup, int) or warmup < 0:
-        raise ValueError(f"warmup must be an int >= 0, got {warmup!r}")
+def _check_counts(repeat: Any, warmup: Any) -> tuple[int, int]:
+    return as_int("repeat", repeat, 1, MAX_REPEAT), as_int("warmup", warmup, 0, MAX_REPEAT)
 
 
 def _model_details(profile: Any, model: KernelModel) -> dict[str, Any]:
@@ -143,19 +134,21 @@ def time_kernel(kernel: Any, grid: Any, block: Any, *args: Any, repeat: int | No
 
     CUDA: one CUDA-event sample per launch, each synchronised (kind "cuda-events"). The
     simulator: the wall time of each simulated launch (kind "wall") and, as `.modeled`, the
-    roofline time of each (kind "modeled"; `flops` feeds its compute term). `first_launch_ms` is
-    the first warm-up launch, which includes compiling the kernel. `repeat` defaults to 20 on a
-    GPU and 3 on simulators.
+    roofline time of each (kind "modeled"; `flops` feeds its compute term). Other backends:
+    their events (`backend.record_event`). `first_launch_ms` is the first warm-up launch, which
+    includes compiling the kernel. `repeat` defaults to 20 on a GPU and 3 on simulators.
     """
     be = _backend_of(kernel, backend)
-    kind = _kind_of(be)
     if repeat is None:
-        repeat = 20 if kind == "cuda" and cuda_streams.events_timed(be) else 3
-    _check_counts(repeat, warmup)
-    options: dict[str, Any] = {"dynamic_shared_bytes": dynamic_shared_bytes}
+        repeat = 20 if be.event_kind == "cuda-events" else 3
+    repeat, warmup = _check_counts(repeat, warmup)
+    options: dict[str, Any] = {}
+    if dynamic_shared_bytes != 0:
+        options["dynamic_shared_bytes"] = dynamic_shared_bytes
     if stream is not None:
         options["stream"] = stream
-    if kind == "sim":
+    if flops is not None:
+        as_number("flops", flops)  # checked before anything runs; launches keep it as given
         options["flops"] = flops
 
     def sync() -> None:
@@ -171,39 +164,36 @@ def time_kernel(kernel: Any, grid: Any, block: Any, *args: Any, repeat: int | No
             first_ms = (time.perf_counter() - start) * 1e3
     sync()
     name = getattr(compiled, "name", getattr(kernel, "__name__", "kernel"))
-    if kind == "cuda":
-        return _time_cuda(be, compiled, name, grid, block, args, options, stream, repeat, first_ms)
+    if not be.is_simulated:
+        return _time_events(be, compiled, name, grid, block, args, options, stream, repeat,
+                            first_ms)
     samples, models = [], []
     for _ in range(repeat):
         t0 = time.perf_counter()
         record = be.launch_kernel(compiled, grid, block, *args, **options)
         sync()
         samples.append((time.perf_counter() - t0) * 1e3)
-        if kind == "sim":
-            models.append(model_launch(be.profile, record, flops))
-    modeled = None
-    if models:
-        modeled = Timing(tuple(m.ms for m in models), "modeled", be.name, name,
-                         note=f"roofline on the {be.profile.name}: {models[-1].describe()}",
-                         details=_model_details(be.profile, models[-1]))
-    note = _SIM_WALL_NOTE if kind == "sim" else ""
-    return Timing(tuple(samples), "wall", be.name, name, first_ms, modeled, note)
+        models.append(model_launch(be.profile, record, flops))
+    modeled = Timing(tuple(m.ms for m in models), "modeled", be.name, name,
+                     note=f"roofline on the {be.profile.name}: {models[-1].describe()}",
+                     details=_model_details(be.profile, models[-1]))
+    return Timing(tuple(samples), "wall", be.name, name, first_ms, modeled, _SIM_WALL_NOTE)
 
 
-def _time_cuda(be: Any, compiled: Any, name: str, grid: Any, block: Any, args: tuple,
-               options: dict[str, Any], stream: Any, repeat: int, first_ms: float | None
-               ) -> Timing:
-    kind = cuda_streams.event_kind(be)
-    samples = []
+def _time_events(be: Backend, compiled: Any, name: str, grid: Any, block: Any, args: tuple,
+                 options: dict[str, Any], stream: Any, repeat: int, first_ms: float | None
+                 ) -> Timing:
+    """One sample per launch, between events recorded before and after it on `stream`."""
+    samples, kind, note = [], be.event_kind, ""
     for _ in range(repeat):
-        begin = cuda_streams.record_event(be, stream)
-        be.launch_kernel(compiled, grid, block, *args, **options)
-        ms = begin.elapsed_ms(cuda_streams.record_event(be, stream))
+        begin = be.record_event(stream)
+        record = be.launch_kernel(compiled, grid, block, *args, **options)
+        end = be.record_event(stream)
+        ms = begin.elapsed_ms(end)
+        kind, note = end.kind, end.note
         samples.append(ms)
-        log = getattr(be, "launches", None)
-        if log:
-            log[-1].timings[kind] = ms
-    note = "" if kind == "cuda-events" else _CUDASIM_NOTE
+        if isinstance(record, LaunchRecord):
+            record.timings[kind] = ms
     return Timing(tuple(samples), kind, be.name, name, first_ms, None, note)
 
 
@@ -212,52 +202,47 @@ class Timer:
 
     CUDA: events recorded on `stream` (default stream: all work) at entry and exit. The
     simulator: the wall time, with `.modeled` the modeled timeline's time between the two points.
+    Other backends: their events (the host's clock after synchronising, by default).
     """
 
     def __init__(self, backend: Any = None, stream: Any = None, label: str = "region"):
         self.backend = _backend_of(None, backend)
+        if not isinstance(label, str):
+            raise ArgumentTypeError(f"label must be a string, got {type(label).__name__}")
+        self.backend.stream_label(stream)  # a stream of another backend is refused now
         self.stream, self.label = stream, label
         self._timing: Timing | None = None
-        self._kind = _kind_of(self.backend)
-
-    def _event(self) -> Any:
-        if self._kind == "sim":
-            timeline = self.backend._timeline
-            return timeline.record_event(timeline.stream_id(self.stream))
-        if self._kind == "cuda":
-            return cuda_streams.record_event(self.backend, self.stream)
-        self.backend.synchronize()
-        return None
 
     def __enter__(self) -> Self:
         self._timing = None
-        self._begin = self._event()
+        self._begin = self.backend.record_event(self.stream)
         self._t0 = time.perf_counter()
         return self
 
     def __exit__(self, *exc_info: object) -> None:
-        end = self._event()
+        end = self.backend.record_event(self.stream)
         wall_ms = (time.perf_counter() - self._t0) * 1e3
         be = self.backend
-        if self._kind == "cuda":
-            kind = end.kind
-            ms = self._begin.elapsed_ms(end)
-            note = "" if kind == "cuda-events" else _CUDASIM_NOTE
-            self._timing = Timing((ms,), kind, be.name, self.label, note=note)
-        elif self._kind == "sim":
+        if be.is_simulated:
             end.synchronize()
             modeled = Timing((self._begin.elapsed_ms(end),), "modeled", be.name, self.label,
                              note=f"modeled timeline of the {be.profile.name}, not measured")
             self._timing = Timing((wall_ms,), "wall", be.name, self.label, modeled=modeled,
                                   note=_SIM_WALL_NOTE)
         else:
-            self._timing = Timing((wall_ms,), "wall", be.name, self.label)
+            self._timing = Timing((self._begin.elapsed_ms(end),), end.kind, be.name,
+                                  self.label, note=end.note)
 
     @property
     def timing(self) -> Timing:
         if self._timing is None:
-            raise RuntimeError("the timing is available after the `with timer(...)` block ends")
+            raise TimerNotFinishedError(
+                "the timing is available after the `with timer(...)` block ends")
         return self._timing
+
+
+class TimerNotFinishedError(InvalidArgumentError, RuntimeError):
+    """`Timer.timing` was read before its `with` block ended."""
 
 
 def timer(backend: Any = None, *, stream: Any = None, label: str = "region") -> Timer:
@@ -290,12 +275,11 @@ class LaunchLogEntry:
                 f"{times}")
 
 
-def _sim_occupancy(rec: Any, compute: bool) -> tuple[float | None, str | None]:
-    if not compute and "occupancy" not in rec.extra:
+def _occupancy(record: LaunchRecord, compute: bool) -> tuple[float | None, str | None]:
+    if not compute and "occupancy" not in record.extra:
         return None, None
     try:
-        occ = rec.occupancy if hasattr(type(rec), "occupancy") else rec.extra["occupancy"]
-        source = rec.extra.get("occupancy_source")
+        occ, source = record.occupancy, record.occupancy_source
     except Exception:  # noqa: BLE001 - the log reports None where occupancy is unknown
         return None, None
     occ = getattr(occ, "occupancy", occ)  # an Occupancy result or a fraction
@@ -311,24 +295,16 @@ def launch_log(backend: Any = None, *, occupancy: bool = True) -> list[LaunchLog
     `occupancy_source`); computing it compiles each kernel once, `occupancy=False` skips that.
     """
     be = _backend_of(None, backend)
-    kind = _kind_of(be)
+    if not isinstance(occupancy, bool):
+        raise ArgumentTypeError(f"occupancy must be True or False, got {occupancy!r}")
     entries = []
-    for rec in list(getattr(be, "launches", [])):
-        if kind == "sim":
+    for rec in list(be.launches):
+        timings, bytes_moved = dict(rec.timings), None
+        if be.is_simulated and rec.stats is not None:
             model = model_launch(be.profile, rec)
-            occ, source = _sim_occupancy(rec, occupancy)
-            entries.append(LaunchLogEntry(
-                be.name, rec.kernel, rec.grid, rec.block, occ,
-                {"wall": rec.wall_ms, "modeled": model.ms}, be._timeline.stream_id(rec.stream),
-                rec.dynamic_shared_bytes, model.bytes_moved, source, rec))
-        elif kind == "cuda":
-            occ = cuda_streams.launch_occupancy(be, rec) if occupancy else None
-            entries.append(LaunchLogEntry(
-                be.name, rec.kernel, rec.grid, rec.block, occ, dict(rec.timings), rec.stream,
-                rec.dynamic_shared_bytes, None, None if occ is None else "numba", rec))
-        else:
-            entries.append(LaunchLogEntry(
-                be.name, str(getattr(rec, "kernel", rec)), tuple(getattr(rec, "grid", ())),
-                tuple(getattr(rec, "block", ())), None, dict(getattr(rec, "timings", {})),
-                record=rec))
+            timings["modeled"], bytes_moved = model.ms, model.bytes_moved
+        occ, source = _occupancy(rec, occupancy)
+        entries.append(LaunchLogEntry(
+            be.name, rec.kernel, rec.grid, rec.block, occ, timings, be.stream_label(rec.stream),
+            rec.dynamic_shared_bytes, bytes_moved, source, rec))
     return entries
