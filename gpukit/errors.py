@@ -160,6 +160,11 @@ class UnsupportedKernelError(KernelError, NotImplementedError):
     """The kernel uses Python or CUDA features that the simulator does not model."""
 
 
+class KernelTypingError(UnsupportedKernelError):
+    """numba-cuda would not compile this kernel for a GPU (its typing failed); the message is
+    numba-cuda's reason. The simulator rejects exactly what numba-cuda rejects."""
+
+
 class GpukitWarning(UserWarning):
     """Root of gpukit's warnings."""
 

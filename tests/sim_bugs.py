@@ -27,6 +27,7 @@ from gpukit.errors import (
     BarrierError,
     KernelArithmeticError,
     KernelError,
+    KernelTypingError,
     KernelTimeoutError,
     LaunchConfigError,
     OutOfBoundsError,
@@ -74,8 +75,8 @@ def bug(**spec: Any) -> Bug:
     return b
 
 
-def _arange(be: Any, n: int, dtype: Any = np.float32) -> Any:
-    return be.to_device(np.arange(n, dtype=dtype))
+def _arange(be: Any, n: int, dtype: Any = np.float32, start: int = 0) -> Any:
+    return be.to_device(np.arange(start, start + n, dtype=dtype))
 
 
 def _zeros(be: Any, n: Any, dtype: Any = np.float32) -> Any:
@@ -181,17 +182,18 @@ def reverse_without_barrier(a, out):
     s = cuda.shared.array(64, float32)
     t = cuda.threadIdx.x
     i = cuda.grid(1)
-    s[t] = a[i]  # other
-    out[i] = s[63 - t]  # bug
+    s[t] = a[i]  # bug
+    out[i] = s[63 - t]  # other
 
 
+# Threads run one after another between barriers: thread 31 reads s[32] before thread 32 writes it.
 bug(name="race_shared_reverse_without_barrier", kernel=reverse_without_barrier, grid=2,
     block=64, args=lambda be: (_arange(be, 128), _zeros(be, 128)), error=RaceConditionError,
-    thread=(0, 0, 0), block_idx=(0, 0, 0), other_thread=(63, 0, 0), other_block=(0, 0, 0),
-    check="races", silent_when_off=True,
-    message=r"data race on s\[63\]: thread \(0, 0, 0\) of block \(0, 0, 0\) reads it at line "
-            r"\d+ \('s\[63 - t\]'\), and thread \(63, 0, 0\) of block \(0, 0, 0\) writes it .*"
-            r"put cuda.syncthreads\(\) between the two accesses")
+    thread=(32, 0, 0), block_idx=(0, 0, 0), other_thread=(31, 0, 0), other_block=(0, 0, 0),
+    check="races",  # with the race check off, thread 31's read of unwritten s[32] is reported
+    message=r"data race on s\[32\]: thread \(32, 0, 0\) of block \(0, 0, 0\) writes it at line "
+            r"\d+ \('s\[t\]'\), and thread \(31, 0, 0\) of block \(0, 0, 0\) reads it at line "
+            r"\d+ \('s\[63 - t\]'\).*put cuda.syncthreads\(\) between the two accesses")
 
 
 def reduce_missing_barrier(a, out):
@@ -210,10 +212,10 @@ def reduce_missing_barrier(a, out):
 
 bug(name="race_reduction_missing_barrier", kernel=reduce_missing_barrier, grid=2, block=64,
     args=lambda be: (_arange(be, 128), _zeros(be, 2)), error=RaceConditionError,
-    thread=(0, 0, 0), block_idx=(0, 0, 0), other_thread=(16, 0, 0), other_block=(0, 0, 0),
-    check="races", silent_when_off=True,
-    message=r"data race on s\[16\]: thread \(0, 0, 0\) of block \(0, 0, 0\) reads it .* "
-            r"thread \(16, 0, 0\) of block \(0, 0, 0\) writes it")
+    thread=(1, 0, 0), block_idx=(0, 0, 0), other_thread=(0, 0, 0), other_block=(0, 0, 0),
+    check="races",
+    message=r"data race on s\[1\]: thread \(1, 0, 0\) of block \(0, 0, 0\) writes it .* "
+            r"thread \(0, 0, 0\) of block \(0, 0, 0\) reads it")
 
 
 def everyone_writes_out0(a, out):
@@ -239,7 +241,7 @@ def read_neighbour_block(a, out, shifted):
 
 
 bug(name="race_cross_block_read", kernel=read_neighbour_block, grid=2, block=32,
-    args=lambda be: (_arange(be, 64), _zeros(be, 64), _zeros(be, 64)),
+    args=lambda be: (_arange(be, 64, start=1), _zeros(be, 64), _zeros(be, 64)),
     error=RaceConditionError, thread=(0, 0, 0), block_idx=(1, 0, 0), other_thread=(0, 0, 0),
     other_block=(0, 0, 0), check="races", silent_when_off=True,
     message=r"data race on out\[0\]: thread \(0, 0, 0\) of block \(1, 0, 0\) reads it .* "
@@ -250,16 +252,16 @@ bug(name="race_cross_block_read", kernel=read_neighbour_block, grid=2, block=32,
 def count_then_read(a, counter, out):
     i = cuda.grid(1)
     if i < a.shape[0]:
-        cuda.atomic.add(counter, 0, 1)  # other
-        out[i] = counter[0]  # bug
+        cuda.atomic.add(counter, 0, 1)  # bug
+        out[i] = counter[0]  # other
 
 
 bug(name="race_plain_read_of_atomic", kernel=count_then_read, grid=1, block=64,
     args=lambda be: (_arange(be, 64), _zeros(be, 1, np.int32), _zeros(be, 64, np.int32)),
-    error=RaceConditionError, thread=(0, 0, 0), block_idx=(0, 0, 0), other_thread=(63, 0, 0),
+    error=RaceConditionError, thread=(1, 0, 0), block_idx=(0, 0, 0), other_thread=(0, 0, 0),
     other_block=(0, 0, 0), check="races", silent_when_off=True,
-    message=r"data race on counter\[0\]: thread \(0, 0, 0\) of block \(0, 0, 0\) reads it .* "
-            r"thread \(63, 0, 0\) of block \(0, 0, 0\) writes it")
+    message=r"data race on counter\[0\]: thread \(1, 0, 0\) of block \(0, 0, 0\) writes it .* "
+            r"thread \(0, 0, 0\) of block \(0, 0, 0\) reads it")
 
 
 def reset_while_counting(hist, data):
@@ -371,8 +373,8 @@ def read_half_written_shared(a, out):
 bug(name="uninit_shared_partly_written", kernel=read_half_written_shared, grid=1, block=32,
     args=lambda be: (_arange(be, 32), _zeros(be, 32)), error=UninitializedMemoryError,
     thread=(16, 0, 0), block_idx=(0, 0, 0), check="uninitialized", silent_when_off=True,
-    message=r"'s\[t\]' reads s\[16\], which was never written: shared memory starts "
-            r"uninitialised in every block")
+    message=r"'s\[t\]' reads s\[16\], which was never written, and line \d+ \('out\[t\]'\) "
+            r"stores the value: shared memory starts uninitialised in every block")
 
 
 def read_never_written_shared(out):
@@ -396,8 +398,9 @@ bug(name="uninit_allocated_array", kernel=accumulate_into, grid=2, block=64,
     args=lambda be: (_arange(be, 100), be.allocate(100, np.float32)),
     error=UninitializedMemoryError, thread=(0, 0, 0), block_idx=(0, 0, 0),
     check="uninitialized", silent_when_off=True,
-    message=r"'out\[i\]' reads out\[0\], which was never written: device memory from allocate\(\) "
-            r"starts uninitialised")
+    message=r"'out\[i\]' reads out\[0\], which was never written, and line \d+ \('out\[i\]'\) "
+            r"stores the value: device memory from allocate\(\) \(cuda.device_array\) starts "
+            r"uninitialised")
 
 
 def _half_copied(be: Any) -> Any:
@@ -423,8 +426,8 @@ def read_unwritten_local(a, out):
 bug(name="uninit_local_array", kernel=read_unwritten_local, grid=1, block=32,
     args=lambda be: (_arange(be, 32), _zeros(be, 32)), error=UninitializedMemoryError,
     thread=(0, 0, 0), block_idx=(0, 0, 0), check="uninitialized", silent_when_off=True,
-    message=r"reads w\[3\], which was never written: cuda.local.array memory starts "
-            r"uninitialised")
+    message=r"reads w\[3\], which was never written, and line \d+ \('out\[i\]'\) stores the "
+            r"value: cuda.local.array memory starts uninitialised")
 
 
 # -- integer division by zero ---------------------------------------------------------------------
@@ -490,7 +493,7 @@ bug(name="watchdog_some_threads_loop_forever", kernel=odd_threads_never_finish, 
     options={"watchdog_s": 0.5}, message=r"the watchdog stopped kernel 'odd_threads_never_finish'")
 
 
-# -- a Python mistake inside a kernel -------------------------------------------------------------
+# -- a Python mistake inside a kernel: numba-cuda rejects it when typing, so does the simulator ----
 def typo_in_kernel(a, out):
     i = cuda.grid(1)
     if i < a.shape[0]:
@@ -498,8 +501,8 @@ def typo_in_kernel(a, out):
 
 
 bug(name="python_error_in_kernel", kernel=typo_in_kernel, grid=2, block=64,
-    args=lambda be: (_arange(be, 100), _zeros(be, 100)), error=KernelError,
-    thread=(0, 0, 0), block_idx=(0, 0, 0), message=r"NameError: name 'scale_factr' is not defined")
+    args=lambda be: (_arange(be, 100), _zeros(be, 100)), error=KernelTypingError,
+    thread=None, block_idx=None, message=r"NameError: name 'scale_factr' is not defined")
 
 
 # -- launch limits (raised before or while a block starts: no thread to name) ---------------------

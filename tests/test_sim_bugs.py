@@ -16,13 +16,14 @@ from gpukit.backends.cpu import CPUBackend
 from gpukit.errors import (
     ImplicitTransferWarning,
     KernelError,
+    KernelTypingError,
     KernelTimeoutError,
     LaunchConfigError,
     OutOfBoundsError,
     RaceConditionError,
     UnsupportedKernelError,
 )
-from gpukit.sim.context import CHECKS, STATE
+from gpukit.sim import CHECKS
 
 CLASSES = {"oob": 7, "race": 7, "barrier": 3, "warp": 1, "uninit": 5, "integer": 2,
            "watchdog": 2, "launch": 6}
@@ -54,8 +55,8 @@ def test_bug_is_caught_with_its_error_thread_block_and_line(name):
     assert (err.kernel, err.thread, err.block, err.lineno) == (
         b.kernel.__name__, b.thread, b.block_idx, line)
     assert err.filename == filename
-    assert str(err).endswith(f"[kernel '{b.kernel.__name__}', thread {b.thread}, block "
-                             f"{b.block_idx}, {filename}:{line}]")
+    at = "" if b.thread is None else f"thread {b.thread}, block {b.block_idx}, "
+    assert str(err).endswith(f"[kernel '{b.kernel.__name__}', {at}{filename}:{line}]")
     if b.error is RaceConditionError:
         try:
             other_line = line_of(b.kernel, "other")
@@ -78,8 +79,14 @@ def test_bug_is_caught_under_shuffled_schedules(name, seed):
     with pytest.raises(b.error) as info:
         launch(backend, b)
     if isinstance(info.value, KernelError):
-        assert info.value.thread is not None and info.value.block is not None
-        assert info.value.lineno == line_of(b.where or b.kernel)
+        assert (info.value.thread is None) == (b.thread is None)
+        lines = {line_of(b.where or b.kernel)}
+        if b.error is RaceConditionError:  # in another order, the other access finds it
+            try:
+                lines.add(line_of(b.kernel, "other"))
+            except ValueError:
+                pass
+        assert info.value.lineno in lines
 
 
 # -- switching checks off -------------------------------------------------------------------------
@@ -182,14 +189,12 @@ ONE_PER_CLASS = ["oob_shared_overflow", "race_cross_block_read", "barrier_in_eac
 def test_an_error_stops_the_launch_cleanly_and_the_backend_keeps_working(name):
     b = BUGS[name]
     backend = CPUBackend(device=b.device)
+    host_before_args = backend.status().extra["host_memory_used_bytes"]
     args = b.args(backend)
     memory = backend.memory_info()
-    host_used = backend.status().extra["host_memory_used_bytes"]
     with pytest.raises(b.error):
         backend.launch_kernel(b.kernel, b.grid, b.block, *args, **b.options)
-    assert STATE.group is None  # no group of threads is left running
     assert backend.memory_info() == memory
-    assert backend.status().extra["host_memory_used_bytes"] == host_used  # race records freed
     assert backend.status().last_error.startswith(f"{b.error.__name__}: ")
     assert backend.launches == [] and backend.status().kernels_launched == 0
     # the backend and the very same device arrays keep working
@@ -202,6 +207,10 @@ def test_an_error_stops_the_launch_cleanly_and_the_backend_keeps_working(name):
         if hasattr(arg, "shape"):
             backend.to_host(arg)
     assert backend.status().kernels_launched == 1
+    for arg in (a, out, *args):  # race records live as long as their arrays, no longer
+        if hasattr(arg, "shape"):
+            backend.free(arg)
+    assert backend.status().extra["host_memory_used_bytes"] == host_before_args
 
 
 def test_an_error_frees_the_implicit_copies_of_host_arrays():
@@ -215,12 +224,14 @@ def test_an_error_frees_the_implicit_copies_of_host_arrays():
     assert not out.any()  # nothing was copied back from a failed launch
 
 
-def test_a_python_error_in_a_kernel_is_located_and_chained():
+def test_a_kernel_numba_cuda_rejects_is_rejected_with_numba_cudas_reason():
     b = BUGS["python_error_in_kernel"]
-    with pytest.raises(KernelError) as info:
+    with pytest.raises(KernelTypingError) as info:
         launch(CPUBackend(), b)
-    assert isinstance(info.value.__cause__, NameError)
+    assert "numba-cuda would not compile kernel 'typo_in_kernel'" in str(info.value)
+    assert isinstance(info.value, UnsupportedKernelError)
     assert info.value.lineno == line_of(b.kernel)
+    assert info.value.thread is None  # found when the kernel is typed, before any thread runs
 
 
 def test_launch_limit_errors_are_value_errors_and_name_value_and_limit():
@@ -260,11 +271,10 @@ def vote_with_a_bool(a, out):
 def test_a_bool_vote_predicate_is_refused_as_numba_cuda_refuses_it():
     backend = CPUBackend()
     a, out = backend.to_device(np.ones(32, np.float32)), backend.allocate(32, np.int32)
-    with pytest.raises(UnsupportedKernelError, match=r"cuda.syncthreads_count takes an integer "
-                                                     r"predicate, not a bool") as info:
+    with pytest.raises(KernelTypingError, match=r"syncthreads_count") as info:
         backend.launch_kernel(vote_with_a_bool, 1, 32, a, out)
     assert (info.value.thread, info.value.block, info.value.lineno) == (
-        (0, 0, 0), (0, 0, 0), line_of(vote_with_a_bool))
+        None, None, line_of(vote_with_a_bool))
     if gi.unavailable_reason() is None:
         with pytest.raises(gi.InspectCompileError, match=r"syncthreads_count\(bool\)"):
             gi.ptx(vote_with_a_bool, (np.ones(32, np.float32), np.zeros(32, np.int32)), "T4")

@@ -1,9 +1,10 @@
 """Launching a kernel on CPUBackend: check everything, run the simulator, record the launch.
 
 `launch` checks the launch's options (`gpukit.backends.options`), its grid, block and shared
-memory against the simulated device (`gpukit.backends.validate`) and its arguments, hands the
-simulator (`gpukit.sim.engine.run_launch`) plain values, and builds the `LaunchRecord` from what
-the simulator reports, placing the kernel on the modeled timeline. Nothing here simulates.
+memory against the simulated device (`gpukit.backends.validate`) and its arguments, copies host
+arrays to the device (and back after, with an ImplicitTransferWarning), hands the simulator
+(`gpukit.sim.launch.run`) plain values, and builds the `LaunchRecord` from what the simulator
+reports, placing the kernel on the modeled timeline. Nothing here simulates.
 """
 
 from __future__ import annotations
@@ -14,12 +15,17 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ArgumentTypeError
+import sys
+import warnings
+
+from ..devices import STATIC_SHARED_MEM_PER_BLOCK as STATIC_SHARED_LIMIT_BYTES
+from ..errors import ArgumentTypeError, ImplicitTransferWarning, LaunchConfigError
 from ..launches import LaunchRecord
 from ..occupancy.resources import theoretical_occupancy
-from ..sim.engine import run_launch
-from ..sim.kernel import SimKernel
+from ..sim.launch import run
 from ..sim.memory import DeviceArray
+from ..sim.report import TraceCapacityError
+from ._cpu_kernel import CPUKernel
 from ..timing.model import model_launch
 from .options import LaunchOptions, launch_options
 from .validate import check_dynamic_shared_bytes, check_launch, normalize_dim3, normalize_dtype
@@ -50,47 +56,82 @@ def _is_scalar(value: Any) -> bool:
     return isinstance(value, (bool, int, float, complex, np.generic))
 
 
-def _arg_spec(arg: Any) -> Any:
-    if isinstance(arg, DeviceArray):
-        return ArgSpec(arg.dtype, arg.ndim, tuple(arg.shape), arg.layout)
-    if isinstance(arg, np.ndarray):
-        layout = "C" if arg.flags.c_contiguous else "F" if arg.flags.f_contiguous else "A"
-        return ArgSpec(normalize_dtype(arg.dtype), arg.ndim, tuple(arg.shape), layout)
-    return arg
-
-
-def _is_scalar(value: Any) -> bool:
-    return isinstance(value, (bool, int, float, complex, np.generic))
-
-
-def launch(backend: Any, kernel: SimKernel, grid: Any, block: Any, args: tuple,
+def launch(backend: Any, kernel: CPUKernel, grid: Any, block: Any, args: tuple,
            options: dict[str, Any]) -> LaunchRecord:
     """Run one launch of `kernel` on the CPUBackend `backend`; returns its record."""
     opts = launch_options(options, backend.options)
     timeline = backend.modeled_timeline
     timeline.stream_id(opts.stream)  # a foreign stream is refused before anything runs
-    grid3, block3, shared = _check_geometry(backend, kernel.name, grid, block, opts)
+    grid3, block3, shared = _check_geometry(backend, kernel, grid, block, opts)
     _check_arguments(kernel, args)
     with timeline.launching():
-        run = run_launch(backend, kernel, grid3, block3, args, dynamic_shared_bytes=shared,
+        device_args, copies = _device_arguments(backend, kernel, args)
+        recorder = opts.trace
+        try:
+            result = run(kernel.sim, backend.memory, backend.workspace, tuple(device_args),
+                         grid=grid3, block=block3, dynamic_shared_bytes=shared,
                          checks=opts.checks, schedule=opts.schedule, seed=opts.seed,
-                         watchdog_s=opts.watchdog_s, recorder=opts.trace)
+                         watchdog_s=opts.watchdog_s,
+                         trace_capacity=recorder.capacity if recorder is not None else 0)
+            for name, host, device in copies:
+                backend.to_host(device, out=host, implicit=True)
+        except TraceCapacityError:
+            raise recorder.too_large(kernel.name, grid3, block3) from None
+        finally:
+            for _, _, device in copies:
+                backend.free(device)
+        result.stats.implicit_transfers = [name for name, _, _ in copies]
         record = LaunchRecord(
-            kernel.name, grid3, block3, shared, opts.stream, run.wall_ms, run.stats,
-            opts.checks, opts.schedule, timings={"wall": run.wall_ms}, backend=backend.name,
+            kernel.name, grid3, block3, shared, opts.stream, result.wall_ms, result.stats,
+            opts.checks, opts.schedule, timings={"wall": result.wall_ms}, backend=backend.name,
             occupancy_of=_occupancy_of(backend.profile, kernel, args, block3, shared,
-                                       run.stats))
+                                       result.stats))
         if opts.flops is not None:
             record.extra["flops"] = opts.flops
-        if run.recorder is not None:  # a recorder of one's own may have no finish()
-            finish = getattr(run.recorder, "finish", None)
-            record.extra["trace"] = finish(record) if finish is not None else run.recorder
+        if result.trace is not None:
+            events, slots, sites = result.trace
+            record.extra["trace"] = recorder.collect(kernel.name, grid3, block3, events, slots,
+                                                     sites)
         timeline.kernel(record.kernel, record.stream, model_launch(backend.profile, record).ms)
     return record
 
 
-def _check_geometry(backend: Any, name: str, grid: Any, block: Any, opts: LaunchOptions
-                    ) -> tuple[tuple[int, int, int], tuple[int, int, int], int]:
+def _device_arguments(backend: Any, kernel: CPUKernel, args: tuple
+                      ) -> tuple[list, list[tuple[str, np.ndarray, DeviceArray]]]:
+    """The arguments as the simulator takes them: host arrays copied to the device."""
+    values, copies = [], []
+    try:
+        for name, arg in zip(kernel.param_names, args):
+            if isinstance(arg, np.ndarray):
+                device = backend.to_device(arg, implicit=True)
+                copies.append((name, arg, device))
+                arg = device
+            values.append(arg)
+    except BaseException:
+        for _, _, device in copies:
+            backend.free(device)
+        raise
+    if copies:
+        names = ", ".join(name for name, _, _ in copies)
+        warnings.warn(
+            f"kernel '{kernel.name}': host arrays passed directly ({names}) are copied to the "
+            "device before the launch and back after it; copy them once with backend.to_device "
+            "to avoid these implicit transfers", ImplicitTransferWarning,
+            stacklevel=_user_stacklevel())
+    return values, copies
+
+
+def _user_stacklevel() -> int:
+    """The warnings stacklevel of the first frame outside gpukit (the learner's launch line)."""
+    frame, level = sys._getframe(1), 2
+    while frame is not None and frame.f_globals.get("__name__", "").startswith("gpukit"):
+        frame, level = frame.f_back, level + 1
+    return level - 1
+
+
+def _check_geometry(backend: Any, kernel: CPUKernel, grid: Any, block: Any,
+                    opts: LaunchOptions) -> tuple[tuple[int, int, int], tuple[int, int, int], int]:
+    name = kernel.name
     if opts.checks["launch_limits"]:
         profile = backend.profile
         device = f"the simulated {profile.name} (CC {profile.cc.name})"
@@ -99,10 +140,31 @@ def _check_geometry(backend: Any, name: str, grid: Any, block: Any, opts: Launch
     else:
         grid3 = normalize_dim3(grid, f"kernel '{name}': grid")
         block3 = normalize_dim3(block, f"kernel '{name}': block")
-    return grid3, block3, check_dynamic_shared_bytes(name, opts.dynamic_shared_bytes)
+    dynamic = check_dynamic_shared_bytes(name, opts.dynamic_shared_bytes)
+    if opts.checks["launch_limits"]:
+        _check_shared(backend.profile, kernel, dynamic)
+    return grid3, block3, dynamic
 
 
-def _check_arguments(kernel: SimKernel, args: tuple) -> None:
+def _check_shared(profile: Any, kernel: CPUKernel, dynamic: int) -> None:
+    """Static shared memory (laid out when the kernel compiled) against the device's limits."""
+    static = kernel.static_shared_bytes
+    lines = ", ".join(f"line {n}" for n in kernel.sim.shared_lines) or "its declarations"
+    if static > STATIC_SHARED_LIMIT_BYTES:
+        raise LaunchConfigError(
+            f"kernel '{kernel.name}' declares {static:,} bytes of static shared memory "
+            f"({lines}); static shared memory is limited to {STATIC_SHARED_LIMIT_BYTES:,} bytes "
+            "(48 KiB) per block on every GPU; only dynamic shared memory (cuda.shared.array(0, "
+            "...) sized at launch) can go above it")
+    cc = profile.cc
+    if static + dynamic > cc.shared_mem_per_block_optin:
+        raise LaunchConfigError(
+            f"kernel '{kernel.name}' needs {static:,} bytes of static plus {dynamic:,} bytes of "
+            f"dynamic shared memory per block, over the {profile.name}'s limit of "
+            f"{cc.shared_mem_per_block_optin:,} bytes (CC {cc.name}); use smaller tiles")
+
+
+def _check_arguments(kernel: CPUKernel, args: tuple) -> None:
     names = kernel.param_names
     if len(args) != len(names):
         raise ArgumentTypeError(f"kernel '{kernel.name}' takes {len(names)} arguments "
@@ -117,7 +179,7 @@ def _check_arguments(kernel: SimKernel, args: tuple) -> None:
             "implicitly), numbers, or tuples of numbers")
 
 
-def _occupancy_of(profile: Any, kernel: SimKernel, args: tuple, block: tuple[int, int, int],
+def _occupancy_of(profile: Any, kernel: CPUKernel, args: tuple, block: tuple[int, int, int],
                   dynamic_shared_bytes: int, stats: Any) -> Callable[[], tuple[Any, str]]:
     specs = tuple(_arg_spec(a) for a in args)
 

@@ -29,6 +29,8 @@ from ..errors import (
 )
 from ..launches import LaunchRecord
 from ..sim.kernel import SimKernel, python_function
+from ..sim.launch import Workspace
+from ._cpu_kernel import CPUKernel
 from ..sim.memory import DeviceArray, TransferRecord
 from ..sim.streams import SimStream, Timeline, TimelineEvent, TimelineMemory, is_pinned
 from ..sim.streams import pinned_array as sim_pinned_array
@@ -95,7 +97,8 @@ class CPUBackend(Backend):
             self.profile.memory_bytes, budget, backend_name=f"cpu ({self.profile.name})",
             link_ms=lambda direction, nbytes, pinned: modeled_copy_ms(
                 self.profile, direction, nbytes, pinned), timeline=self.modeled_timeline)
-        self._kernels: dict[Any, SimKernel] = {}
+        self._kernels: dict[Any, CPUKernel] = {}
+        self.workspace = Workspace()  # the simulator's scratch memory, reused by every launch
         self._last_error: str | None = None
         self._initialized = True
 
@@ -267,9 +270,9 @@ class CPUBackend(Backend):
             self.free(device)
 
     # -- kernels ---------------------------------------------------------------------------
-    def compile_kernel(self, func: Callable, signature: Any = None) -> SimKernel:
+    def compile_kernel(self, func: Callable, signature: Any = None) -> CPUKernel:
         """A simulator kernel from a Numba CUDA kernel (plain function or @cuda.jit)."""
-        if isinstance(func, SimKernel):
+        if isinstance(func, CPUKernel):
             return func
         try:
             py_func = python_function(func)
@@ -278,7 +281,7 @@ class CPUBackend(Backend):
         kernel = self._kernels.get(py_func)
         if kernel is None or signature is not None:
             try:
-                kernel = SimKernel(py_func, self, signature)
+                kernel = CPUKernel(SimKernel(py_func, signature), self, signature)
             except SyntaxError as exc:  # source that parses only in context (a lambda, ...)
                 name = py_func.__name__
                 raise UnsupportedKernelError(

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import InvalidOptionError, OptionTypeError
-from ..sim.context import CHECKS
+from ..sim import CHECKS
 from ..trace.recorder import Recorder
 
 __all__ = ["CHECKS", "LAUNCH_OPTIONS", "SCHEDULES", "SIMULATOR_ONLY_OPTIONS", "LaunchOptions",

@@ -1,8 +1,15 @@
-"""The SIMT simulator behind CPUBackend.
+"""The GPU simulator behind CPUBackend: kernels compiled by Numba, run thread by thread, checked.
 
-`transform` (statements) and `expressions` rewrite a Numba CUDA kernel into lock-step numpy code
-over the threads of a group of blocks; `runtime`, `calls`, `intrinsics` and `warps` are what that
-code calls (masks, checked array access, the `cuda` namespace); `arrays`, `races` and `atomics`
-check and perform memory accesses; `engine` validates and runs launches; `memory` is the simulated
-device memory; `streams` the modeled timeline; `context` holds the state of the running launch. It models execution and memory semantics, not timing (see README).
+`kernel` (with `compiler`, `transform`, `names`, `source`) turns a Numba CUDA kernel into compiled
+code; `launch` runs a launch (`sync` schedules threads at barriers and warp intrinsics; `access`,
+`atomics`, `intrinsics` and `runtime` are what the compiled code calls; `report` words errors);
+`memory` is the simulated device memory and `streams` its modeled timeline. It imports nothing
+from the rest of gpukit but `gpukit.errors`: the backend validates launches and passes plain
+values in. It models execution and memory semantics, not timing.
 """
+
+from .layout import CHECK_NAMES
+
+CHECKS = ("launch_limits", *CHECK_NAMES)  # the checks a launch can switch on and off
+
+__all__ = ["CHECKS"]

@@ -46,10 +46,18 @@ _LT_MASK = 1023
 _ATOMIC = 1 << 10
 _MULTI = 1 << 11  # reader record: several threads of the block read in this epoch
 _MULTI_BLOCK = 1 << 12  # reader record: threads of another block read it too
+_PRESERVING = 1 << 13  # writer record: the write left the element's bits as they were
 
 
 @register_jitable
 def fail(c, code, site, a, b, cc, d, e):
+    """Report an error and stop the launch. A deferred error (an uninitialised value that was
+    used) goes first, unless this is a race: in code racing on shared memory, a read of an
+    element another thread has not written yet is a symptom; the race is the bug."""
+    if c[L.PENDING] != 0 and code != L.E_RACE:
+        for k in range(8):
+            c[L.ERR_CODE + k] = c[L.PENDING + k]
+        trap()
     c[L.ERR_CODE] = code
     c[L.ERR_SITE] = site
     c[L.ERR_GT] = c[L.GT]
@@ -59,6 +67,29 @@ def fail(c, code, site, a, b, cc, d, e):
     c[L.ERR_D] = d
     c[L.ERR_E] = e
     trap()
+
+
+@register_jitable
+def defer(c, code, site, a, b, cc, d, e):
+    """Report an error at the end of the running block's epoch (the next sync point, the end
+    of the block), unless a race turns up first; the first one deferred is kept."""
+    if c[L.PENDING] != 0:
+        return
+    c[L.PENDING] = code
+    c[L.PENDING + 1] = site
+    c[L.PENDING + 2] = c[L.GT]
+    c[L.PENDING + 3] = a
+    c[L.PENDING + 4] = b
+    c[L.PENDING + 5] = cc
+    c[L.PENDING + 6] = d
+    c[L.PENDING + 7] = e
+
+
+@register_jitable(forceinline=True)
+def settle(c):
+    """At a sync point or a block's end: raise the deferred error, if any."""
+    if c[L.PENDING] != 0:
+        fail(c, c[L.PENDING], 0, 0, 0, 0, 0, 0)
 
 
 @register_jitable
@@ -146,26 +177,32 @@ def _conflict(c, site, slot, e, rec, writes, other_writes):
 
 
 @register_jitable(forceinline=True)
-def _check_writer(c, site, slot, wrec, e, lo, atomic, writes):
-    """Check the element's writer record against the running thread's access."""
+def _check_writer(c, site, slot, wrec, e, lo, kind):
+    """Check the element's writer record against the running thread's access.
+
+    kind: 0 a read, 1 a write, 2 an atomic, 3 a write that keeps the element's bits. A write
+    that changed nothing orders with everything but a later write that changes the element (and
+    reads do not conflict with it): `cuda.syncwarp`'s documented `ary[i] = ary[0]` pattern."""
     w = np.int64(load_u64(wrec + e * 8))
     ws = w >> 32
-    if ws < lo:
+    if ws < lo or kind == 3:
+        return
+    if kind == 0 and (w & _PRESERVING):
         return
     if ws < c[L.BLOCK_STAMP]:  # written by an earlier block of this launch
-        if atomic and (w & _ATOMIC):
+        if kind == 2 and (w & _ATOMIC):
             return
         if released(c, w):
             return
-        _conflict(c, site, slot, e, w, writes, True)
+        _conflict(c, site, slot, e, w, kind != 0, True)
     if (w & _LT_MASK) == c[L.LT] or ws < c[L.BARRIER_STAMP]:
         return
-    if atomic and (w & _ATOMIC):
+    if kind == 2 and (w & _ATOMIC):
         return
     if c[L.WARP_EVENTS] > 0 or c[L.XCH] != 0:
         if warp_ordered(c, ws, w & _LT_MASK):
             return
-    _conflict(c, site, slot, e, w, writes, True)
+    _conflict(c, site, slot, e, w, kind != 0, True)
 
 
 @register_jitable(forceinline=True)
@@ -205,14 +242,20 @@ def _check_readers(c, site, slot, rrec, e, lo):
 
 
 @register_jitable(forceinline=True)
-def _write_record(c, site, wrec, e, atomic):
+def _write_record(c, site, wrec, e, lo, kind):
     wp = wrec + e * 8
     w = np.int64(load_u64(wp))
+    ws = w >> 32
+    if kind == 3:  # a write that changed nothing: on record only where nothing else is
+        if ws >= lo and ws >= c[L.BARRIER_STAMP] and (w & _LT_MASK) != c[L.LT]:
+            return
+        store_u64(wp, _make(c, site, _PRESERVING))
+        return
     # a thread's own plain write stays on record under its atomics: others' atomics race it
-    if atomic and (w >> 32) >= c[L.BLOCK_STAMP] and (w & _LT_MASK) == c[L.LT] \
+    if kind == 2 and ws >= c[L.BLOCK_STAMP] and (w & _LT_MASK) == c[L.LT] \
             and not (w & _ATOMIC):
         return
-    store_u64(wp, _make(c, site, _ATOMIC if atomic else 0))
+    store_u64(wp, _make(c, site, _ATOMIC if kind == 2 else 0))
 
 
 @register_jitable
@@ -279,14 +322,19 @@ def touch(c, site, d, addr, isz, kind, preserving):
     init_kind = d[D_INIT_KIND]
     if init_kind != L.INIT_NONE:
         ip = d[D_INIT]
+        if kind == L.KIND_WRITE and preserving:  # unwritten memory: no write preserves it
+            if init_kind == L.INIT_BYTE:
+                preserving = load_u8(ip + e) != 0
+            else:
+                preserving = np.int64(load_u64(ip + e * 8)) >= c[L.BLOCK_STAMP]
         if kind != L.KIND_WRITE:
             if init_kind == L.INIT_BYTE:
                 ok = load_u8(ip + e) != 0
             else:
                 ok = np.int64(load_u64(ip + e * 8)) >= c[L.BLOCK_STAMP]
             if not ok and (flags & L.CHECK_UNINITIALIZED):
-                if kind == L.KIND_ATOMIC:
-                    fail(c, L.E_UNINIT, site, d[D_SLOT], e, 0, 0, 0)
+                if kind == L.KIND_ATOMIC:  # its result goes back to memory: an error, but a
+                    defer(c, L.E_UNINIT, site, d[D_SLOT], e, 0, 0, 0)  # race is reported first
                 _undefined_read(c, site, d[D_SLOT], e)
         if kind != L.KIND_READ:
             if init_kind == L.INIT_BYTE:
@@ -296,24 +344,27 @@ def touch(c, site, d, addr, isz, kind, preserving):
     wrec = d[D_WREC]
     if wrec != 0 and (flags & L.CHECK_RACES):
         lo = c[L.BLOCK_STAMP] if d[D_SPACE] == L.SPACE_SHARED else c[L.LAUNCH_STAMP]
-        atomic = kind == L.KIND_ATOMIC
-        reads = kind == L.KIND_READ or preserving
-        _check_writer(c, site, d[D_SLOT], wrec, e, lo, atomic, not reads)
+        how = kind if not (kind == L.KIND_WRITE and preserving) else 3
+        _check_writer(c, site, d[D_SLOT], wrec, e, lo, how)
         rrec = d[D_RREC]
-        if reads:
+        if how == 0:
             if rrec != 0:
                 _record_read(c, site, rrec, e, lo)
         else:
-            if rrec != 0:
+            if rrec != 0 and how != 3:
                 _check_readers(c, site, d[D_SLOT], rrec, e, lo)
-            _write_record(c, site, wrec, e, atomic)
+            _write_record(c, site, wrec, e, lo, how)
     if flags & TRACE_FLAG:
         _trace(c, site, d[D_SLOT], e, kind)
 
 
 @register_jitable
-def bounds_fail(c, site, axis, value, extent):
-    fail(c, L.E_BOUNDS, site, axis, value, extent, 0, 0)
+def bounds_fail(c, site, axis, value, obj):
+    c[L.ERR_BASE] = addr_of(obj)
+    c[L.ERR_NDIM] = obj.ndim
+    for k in range(min(obj.ndim, 4)):
+        c[L.ERR_SHAPE + k] = obj.shape[k]
+    fail(c, L.E_BOUNDS, site, axis, value, obj.shape[axis], 0, 0)
 
 
 # -- the overloads the transform calls ----------------------------------------------------------
@@ -347,7 +398,7 @@ def _element_source(ndim: int, store: bool, tuple_index: bool, direct: bool) -> 
         lines += [f"    i{k} = np.int64({src})",
                   f"    if i{k} < 0 or i{k} >= obj.shape[{k}]:",
                   "        if bc:",
-                  f"            bounds_fail(c, site, {k}, i{k}, obj.shape[{k}])",
+                  f"            bounds_fail(c, site, {k}, i{k}, obj)",
                   f"        if i{k} < 0:",  # checks off: Numba wraps negative indices
                   f"            i{k} += obj.shape[{k}]",
                   f"    addr += i{k} * obj.strides[{k}]"]
@@ -438,7 +489,7 @@ def _view_impl(obj, idx):
         if isinstance(t, (types.Integer, types.IntegerLiteral)):
             src = f"idx[{k}]" if isinstance(idx, types.BaseTuple) else "idx"
             lines += [f"    if bc and (np.int64({src}) < 0 or np.int64({src}) >= obj.shape[{k}]):",
-                      f"        bounds_fail(c, site, {k}, np.int64({src}), obj.shape[{k}])"]
+                      f"        bounds_fail(c, site, {k}, np.int64({src}), obj)"]
     lines.append("    return obj[idx]")
     namespace = {"np": np, "bounds_fail": bounds_fail, "CHECKS": L.CHECKS,
                  "CHECK_BOUNDS": L.CHECK_BOUNDS}

@@ -53,7 +53,7 @@ def _source(op: str, ndim: int, tuple_index: bool, is_float: bool) -> str:
         lines += [f"    i{k} = np.int64({src})",
                   f"    if i{k} < 0 or i{k} >= obj.shape[{k}]:",
                   "        if bc:",
-                  f"            bounds_fail(c, site, {k}, i{k}, obj.shape[{k}])",
+                  f"            bounds_fail(c, site, {k}, i{k}, obj)",
                   f"        if i{k} < 0:",
                   f"            i{k} += obj.shape[{k}]",
                   f"    addr += i{k} * obj.strides[{k}]"]

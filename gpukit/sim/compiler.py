@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import ast
+import contextlib
 import copy
 import itertools
 import types as pytypes
@@ -20,7 +21,7 @@ from typing import Any
 import numba
 import numpy as np
 
-from ..errors import UnsupportedKernelError
+from ..errors import KernelTypingError, UnsupportedKernelError
 from . import access, atomics, intrinsics, layout, lowlevel, runtime, sync
 from . import layout as L
 from . import names
@@ -68,7 +69,8 @@ RUNTIME: dict[str, Any] = {
     P + "bare": lowlevel.bare, P + "begin_block": sync.begin_block,
     P + "begin_thread": sync.begin_thread, P + "begin_generators": sync.begin_generators,
     P + "restore_thread": sync.restore_thread, P + "save_thread": sync.save_thread,
-    P + "runnable": sync.runnable, P + "thread_at": sync.thread_at, P + "resolve": sync.resolve,
+    P + "runnable": sync.runnable, P + "end_launch": sync.end_launch,
+    P + "returned": sync.returned, P + "thread_at": sync.thread_at, P + "resolve": sync.resolve,
     P + "gen_sizeof": lowlevel.gen_sizeof, P + "gen_put": lowlevel.gen_put,
     P + "gen_resume": lowlevel.gen_resume, "np": np, P + "NODESC": access.NODESC,
     P + "desc": access.desc, P + "count": runtime.count,
@@ -272,6 +274,7 @@ def driver_source(params: list[str], generator: bool, nslots: int) -> str:
                   "        for k in range(tpb):",
                   f"            {P}begin_thread({CTX}, {P}thread_at({CTX}, k))",
                   f"            {call}",
+                  f"    {P}end_launch({CTX})",
                   "    return 0"]
         return "\n".join(lines)
     lines += [f"    proto = {call}",
@@ -293,5 +296,141 @@ def driver_source(params: list[str], generator: bool, nslots: int) -> str:
               f"                    {CTX}[{L.GEN_RESUMES}] += 1",
               f"            if {P}resolve({CTX}) == 0:",
               "                break",
+              f"    {P}end_launch({CTX})",
               "    return 0"]
     return "\n".join(lines)
+
+
+# -- numba-cuda's typing, the judge of what a kernel may do --------------------------------------
+_TYPING_PIPELINE: Any = None
+
+
+def _typing_pipeline() -> Any:
+    """A numba-cuda compiler that stops after type inference (no NVVM, no GPU)."""
+    global _TYPING_PIPELINE
+    if _TYPING_PIPELINE is not None:
+        return _TYPING_PIPELINE
+    from numba.cuda.compiler import CUDACompiler, CUDATranslateBytecode, DefaultPassBuilder
+    from numba.cuda.core.compiler_machinery import FunctionPass, PassManager, register_pass
+    from numba.cuda.core.typed_passes import NopythonTypeInference
+    from numba.cuda.core.untyped_passes import TranslateByteCode
+
+    @register_pass(mutates_CFG=False, analysis_only=True)
+    class GpukitTypingDone(FunctionPass):
+        _name = "gpukit_typing_done"
+
+        def __init__(self) -> None:
+            FunctionPass.__init__(self)
+
+        def run_pass(self, state: Any) -> bool:
+            state.cr = (state.typemap, state.return_type)
+            return False
+
+    class TypingOnly(CUDACompiler):
+        def define_pipelines(self) -> list:
+            pm = PassManager("gpukit-typing")
+            for impl, what in DefaultPassBuilder.define_untyped_pipeline(self.state).passes:
+                pm.add_pass(CUDATranslateBytecode if impl is TranslateByteCode else impl, what)
+            pm.add_pass(NopythonTypeInference, "nopython frontend")
+            pm.add_pass(GpukitTypingDone, "done")
+            pm.finalize()
+            return [pm]
+
+    _TYPING_PIPELINE = TypingOnly
+    return TypingOnly
+
+
+def cuda_typecheck(func: pytypes.FunctionType, argtypes: tuple) -> None:
+    """Type `func` as numba-cuda would for a GPU; raise its error as the kernel's own."""
+    from numba.cuda import utils
+    from numba.cuda.descriptor import cuda_target
+    from numba.cuda.flags import CUDAFlags
+
+    flags = CUDAFlags()
+    flags.no_compile = True
+    flags.no_cpython_wrapper = True
+    flags.no_cfunc_wrapper = True
+    flags.error_model = "numpy"
+    pipeline = _typing_pipeline()
+    try:
+        with utils.numba_target_override(), _device_for_typing():
+            pipeline(cuda_target.typing_context, cuda_target.target_context, None,
+                     argtypes, None, flags, {}).compile_extra(func)
+    except Exception as exc:  # numba-cuda rejects the kernel: say why, in its words
+        from numba.core.errors import NumbaError
+        if not isinstance(exc, NumbaError) and type(exc).__module__.split(".")[0] != "numba":
+            raise
+        raise _typing_error(func, exc) from None
+
+
+def _line_naming(func: pytypes.FunctionType, text: str) -> int | None:
+    """Where the kernel uses what numba-cuda's message names (when it gives no line): an
+    undefined name, a function it found no implementation of, an unknown attribute."""
+    import re
+    from .source import read_function
+    patterns = (r"name '(\w+)' is not defined", r"Function\(<[\w\- ]*?(\w+)>\)",
+                r"Function\(<function (\w+)", r"Unknown attribute '(\w+)'",
+                r"Invalid use of .*?(\w+)>?\)? with")
+    tree = read_function(func).tree
+    for pattern in patterns:
+        hit = re.search(pattern, text)
+        if not hit:
+            continue
+        name = hit.group(1)
+        for node in ast.walk(tree):
+            used = (node.id if isinstance(node, ast.Name) else
+                    node.attr if isinstance(node, ast.Attribute) else None)
+            if used == name:
+                return node.lineno
+    return None
+
+
+class _TypingDevice:
+    """What numba-cuda asks of the current device while typing calls of device functions."""
+
+    compute_capability = (7, 5)
+
+
+@contextlib.contextmanager
+def _device_for_typing():
+    """numba-cuda types a call of a device function by compiling it for the current device's
+    compute capability; without a GPU there is none, so while typing, a stand-in answers (with
+    a GPU present, nothing is replaced)."""
+    from numba.cuda import dispatcher
+    real = dispatcher.get_current_device
+    try:
+        real()
+        yield
+        return
+    except Exception:  # no driver or no device: type as for a CC 7.5 GPU (the result is the
+        pass           # same for every CC numba-cuda supports)
+    dispatcher.get_current_device = _TypingDevice
+    try:
+        yield
+    finally:
+        dispatcher.get_current_device = real
+
+
+def _typing_error(func: pytypes.FunctionType, exc: Exception) -> KernelTypingError:
+    """numba-cuda's typing error as the kernel's: its message, at the kernel's line."""
+    import re
+    text = str(exc)
+    filename = func.__code__.co_filename
+    lines = [ln.rstrip() for ln in text.splitlines() if ln.strip()]
+    lineno = None
+    for ln in lines:  # "During: typing of call at /path/file.py (259)" names the user's line
+        hit = re.search(r" at (.+) \((\d+)\)\s*$", ln)
+        if hit and hit.group(1) == filename:
+            lineno = int(hit.group(2))
+            break
+    if lineno is None:
+        found = [int(n) for f, n in re.findall(r'File "([^"]+)", line (\d+)', text)
+                 if f == filename]
+        lineno = found[-1] if found else getattr(getattr(exc, "loc", None), "line", None)
+    if lineno is None:
+        lineno = _line_naming(func, text)
+    detail = "\n".join(ln for ln in lines
+                       if not ln.startswith(("During:", "Failed in")) and "<source" not in ln)
+    return KernelTypingError(f"numba-cuda would not compile kernel '{func.__name__}' for a GPU "
+                             f"(the simulator runs what numba-cuda compiles): {detail}",
+                             kernel=func.__name__, lineno=lineno, filename=filename)

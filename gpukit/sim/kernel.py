@@ -49,7 +49,9 @@ class SimKernel:
         self.uses_fences = build.uses_fences
         self.print_strings = build.print_strings
         self.site_slots = build.site_slots
+        self.shared_lines = [s.lineno for s in build.slots if s.kind == "shared"]
         self.local_slot = build.local_slot
+        self.local_decls = build.local_decls
         self.generator = self.unit.generator
         self.local_kernel_bytes = self.unit.frame_bytes
         self.local_bytes = self.unit.frame_bytes + _call_depth(self.unit, ())

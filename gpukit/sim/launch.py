@@ -20,6 +20,7 @@ import numpy as np
 
 from ..errors import InvalidDeviceArrayError, KernelError
 from . import layout as L
+from .compiler import cuda_typecheck
 from .kernel import SimKernel
 from .lowlevel import Trap
 from .memory import DeviceArray, DeviceMemory
@@ -209,7 +210,7 @@ def run(kernel: SimKernel, memory: DeviceMemory, workspace: Workspace, args: tup
         sys.stdout.write(output)
         sys.stdout.flush()
     if error is not None:
-        ctx = ErrorContext(kernel, c, infos, grid, block)
+        ctx = ErrorContext(kernel, c, infos, grid, block, watchdog_s)
         if error == "trap":
             raise kernel_error(ctx)
         raise KernelError(f"{type(error).__name__}: {error}", kernel=kernel.name) from error
@@ -229,6 +230,9 @@ def _compiled_driver(kernel: SimKernel, values: list) -> Any:
     sig = tuple(numba.typeof(v) for v in values)
     full = (numba.types.Array(numba.int64, 1, "C"), *sig)
     if full not in driver.overloads:
+        if sig not in kernel.checked_signatures:
+            cuda_typecheck(kernel.py_func, sig)
+            kernel.checked_signatures.add(sig)
         driver.compile(full)
     return driver
 

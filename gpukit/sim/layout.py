@@ -81,13 +81,18 @@ NSITES = 61  # source sites of the kernel (the per-site counters' and trace coun
 DYN_SHARED = 62  # bytes of dynamic shared memory per block
 LOCAL_STRIDE = 63  # bytes between two threads' local frames (0: threads reuse one frame)
 
-HEADER = 80  # the slot table starts here
+HEADER = 96  # the slot table starts here
 BARRIERS = 64  # block-wide barriers passed, summed over blocks (a launch statistic)
 ORDER = 65  # address of the block run order (int64 linear block ids), 0: in index order
 GEN_RESUMES = 66  # generator resumes (a simulator statistic)
 LOCAL_KERNEL = 67  # bytes of the kernel's own local arrays (device functions' frames follow)
 SHARED_STATIC = 68  # bytes of static shared memory per block (dynamic shared memory follows)
 TORDER = 69  # address of the order threads run in within a block (int64), 0: index order
+ERR_BASE = 70  # bounds errors: the indexed array's address, its rank, then its shape
+ERR_NDIM = 71
+ERR_SHAPE = 72  # up to 4 extents
+PENDING = 80  # a deferred error (an uninitialised value used): code, site, thread, A..E
+
 
 # -- memory slots -------------------------------------------------------------------------
 SLOT_FIELDS = 16
@@ -164,7 +169,7 @@ XCH_FULL = XCH_LOG_CAP * 24  # per warp: stamp of its latest whole-warp syncwarp
 XCH_THREADS = XCH_FULL + 32 * 8  # per thread: XF fields
 XF = 12
 X_STATUS, X_KIND, X_SITE, X_MASK, X_VALUE, X_ARG, X_RESULT, X_RESULT2 = 0, 1, 2, 3, 4, 5, 6, 7
-X_FENCE, X_ACQUIRE, X_ARRIVALS = 8, 9, 10
+X_FENCE, X_ACQUIRE, X_ARRIVALS, X_RETURNED = 8, 9, 10, 11
 RUNNABLE, WAITING, EXITED = 0, 1, 2
 
 # sync kinds: block-wide below 10, warp-wide from 10

@@ -37,6 +37,7 @@ class ErrorContext:
     infos: list
     grid: tuple[int, int, int]
     block: tuple[int, int, int]
+    watchdog_s: float | None = None
 
     @property
     def tpb(self) -> int:
@@ -77,8 +78,30 @@ class ErrorContext:
         info = self.infos[slot] if 0 <= slot < len(self.infos) else None
         if info is None:
             return f"element {element}"
+        if info.space == "local":
+            return self._local_where(element)
         index = _index(info, element, self.c, slot)
         return f"{info.label}[{index}]"
+
+    def _local_where(self, byte: int) -> str:
+        """A byte of the local arena, named by the kernel's local array declaration."""
+        c = self.c
+        offset = byte - int(c[L.LT]) * int(c[L.LOCAL_STRIDE])
+        for decl in self.kernel.local_decls:
+            if decl.offset <= offset < decl.offset + decl.nbytes:
+                index = (offset - decl.offset) // decl.dtype.itemsize
+                coords = np.unravel_index(index, decl.shape) if len(decl.shape) > 1 else (index,)
+                return f"{decl.label}[{', '.join(str(int(v)) for v in coords)}]"
+        return "a local array of a device function"
+
+    def space_at(self, addr: int) -> str:
+        """The memory space of the slot holding address `addr` ("global" when none does)."""
+        c = self.c
+        for k in range(int(c[L.NSLOTS])):
+            s = L.HEADER + k * L.SLOT_FIELDS
+            if c[s + L.S_BASE] <= addr < c[s + L.S_END]:
+                return self.space(k)
+        return "global"
 
     def space(self, slot: int) -> str:
         return self.infos[slot].space if 0 <= slot < len(self.infos) else "global"
@@ -105,8 +128,6 @@ def _index(info: Any, element: int, c: np.ndarray, slot: int) -> str:
         return f"{element} (element of the whole allocation)"
     if info.space == "shared" and shape and len(shape) > 1:
         return ", ".join(str(int(v)) for v in np.unravel_index(element, shape))
-    if info.space == "local":
-        return f"byte {element}"
     return str(element)
 
 
@@ -118,7 +139,7 @@ _HINTS = {
     "local": "cuda.local.array memory starts uninitialised at every call; write the element "
              "before reading it",
 }
-_USES = {L.UNDEF_BRANCH: "decides a branch with", L.UNDEF_STORE: "stores",
+_USES = {L.UNDEF_BRANCH: "branches on", L.UNDEF_STORE: "stores",
          L.UNDEF_INDEX: "indexes an array with", L.UNDEF_CALL: "passes on",
          L.UNDEF_RETURN: "returns", L.UNDEF_SYNC: "hands a warp intrinsic"}
 
@@ -137,8 +158,12 @@ def kernel_error(ctx: ErrorContext) -> KernelError:
              "filename": site.filename if site else None}
     label = (site.label or "the array") if site is not None else "the array"
     if code == L.E_BOUNDS:
-        axis = f"axis {a} of " if a or (site and "," in text) else ""
-        msg = (f"'{text}' indexes {axis}{label} (extent {cc}) at {b}, outside 0..{cc - 1}")
+        ndim = int(c[L.ERR_NDIM])
+        shape = tuple(int(v) for v in c[L.ERR_SHAPE:L.ERR_SHAPE + min(ndim, 4)])
+        space = ctx.space_at(int(c[L.ERR_BASE]))
+        axis = f"axis {a} of " if ndim > 1 else ""
+        msg = (f"'{text}' indexes {axis}{space} array {label} (shape {shape}) at {b}, outside "
+               f"0..{cc - 1}")
         if b < 0:
             msg += ("; negative indices are out of bounds on a GPU (Numba would silently wrap "
                     "them to the end of the array)")
@@ -148,9 +173,11 @@ def kernel_error(ctx: ErrorContext) -> KernelError:
         return OutOfBoundsError(msg, **where)
     if code == L.E_UNDEF_USE:
         read = ctx.site(b)
-        read_text = f"line {read.lineno} ('{read.text}')" if read else "an earlier line"
-        msg = (f"'{text}' {_USES.get(a, 'uses')} a value read at {read_text} from "
-               f"{ctx.where(cc, d)}, which was never written: {_HINTS[ctx.space(cc)]}")
+        use = f"line {site.lineno} ('{text}')" if site is not None else "a later line"
+        msg = (f"'{read.text if read else '?'}' reads {ctx.where(cc, d)}, which was never "
+               f"written, and {use} {_USES.get(a, 'uses')} the value: {_HINTS[ctx.space(cc)]}")
+        if read is not None:  # the read is the bug; where the value went is in the message
+            where["lineno"], where["filename"] = read.lineno, read.filename
         return UninitializedMemoryError(msg, **where)
     if code == L.E_UNINIT:
         msg = (f"'{text}' atomically updates {ctx.where(a, b)}, which was never written: "
@@ -164,38 +191,44 @@ def kernel_error(ctx: ErrorContext) -> KernelError:
                "any error); guard the divisor")
         return KernelArithmeticError(msg, **where)
     if code == L.E_BARRIER:
-        other = ctx.site(cc)
-        msg = (f"divergent barrier: thread {ctx.thread(b)} of block {ctx.block_coords(blin)} "
-               f"waits at the barrier at line {other.lineno if other else '?'}, but thread "
-               f"{ctx.thread(a)} waits at the one at line {site.lineno if site else '?'}. Every "
-               "live thread of a block must reach the same barrier the same number of times, "
-               "or the block hangs on a GPU; move the barrier out of the condition")
-        where["thread"] = ctx.thread(a)
+        what = _barrier_name(text)
+        other_site = ctx.site(d) if d >= 0 else None
+        why = (f"it waits at the barrier at line {other_site.lineno}" if other_site is not None
+               else "it ran to the end of the kernel without reaching it")
+        msg = (f"divergent barrier: {a} of the {b} live threads of block "
+               f"{ctx.block_coords(blin)} reached {what} at line "
+               f"{site.lineno if site else '?'}, but thread {ctx.thread(cc)} did not ({why}). "
+               "Every live thread of a block must reach the same barrier the same number of "
+               "times, or the block hangs on a GPU; move the barrier out of the condition "
+               "(threads that `return` early no longer count)")
         return BarrierError(msg, **where)
     if code == L.E_DEADLOCK:
-        msg = (f"deadlock: thread {ctx.thread(a)} waits at '{text}' for lanes of its warp that "
-               "wait at a block barrier (or have returned); on a GPU this block would hang. "
-               "Call warp intrinsics where every lane their mask names reaches them")
         where["thread"] = ctx.thread(a)
+        msg = (f"deadlock: thread {ctx.thread(a)} waits at '{text}', which can never complete: "
+               "lanes its mask names wait at a block barrier (or at another warp call) instead. "
+               "On a GPU this block would hang; call warp intrinsics where every lane their "
+               "mask names reaches them")
         return BarrierError(msg, **where)
     if code == L.E_WARP:
         where["thread"] = ctx.thread(b)
+        call = f"{_barrier_name(text)} at line {site.lineno if site else '?'}"
         if a == 1:
-            msg = (f"'{text}': thread {ctx.thread(b)} (lane {b % 32}) calls it with mask "
+            msg = (f"{call}: thread {ctx.thread(b)} (lane {b % 32}) calls it with mask "
                    f"{cc:#010x}, which does not include its own lane")
-        elif a == 2:
-            msg = (f"'{text}': the mask names lane {cc % 32} (thread {ctx.thread(cc)}), which "
-                   "has returned from the kernel; name only the lanes that take part, e.g. with "
-                   "cuda.activemask()")
+        elif a in (2, 4):
+            why = ("has returned from the kernel" if a == 4 else
+                   "did not reach this call (it took another branch)")
+            msg = (f"{call}: the mask names lane {cc % 32} (thread {ctx.thread(cc)}), which "
+                   f"{why}; name only the lanes that take part, e.g. with cuda.activemask(), or "
+                   "call it outside the branch")
         else:
-            msg = (f"'{text}': lane {b % 32} reads lane {cc}, which does not take part in this "
+            msg = (f"{call}: lane {b % 32} reads lane {cc}, which does not take part in this "
                    "call (it returned, took another branch, or is past the end of the block), "
                    "so the value is undefined on a GPU")
         return BarrierError(msg, **where)
     if code == L.E_WATCHDOG:
         loop = f" in the loop '{text}'" if site is not None else ""
-        seconds = ctx.kernel.last_watchdog_s if hasattr(ctx.kernel, "last_watchdog_s") else None
-        after = f" after {seconds:g} s" if seconds else ""
+        after = f" after {ctx.watchdog_s:g} s" if ctx.watchdog_s else ""
         msg = (f"the watchdog stopped kernel '{ctx.kernel.name}'{after}{loop}. Either a loop "
                "never ends for some thread, a thread spins waiting for a value another thread "
                "sets, or the launch is simply large; fix the loop, or raise the limit with "
@@ -221,6 +254,12 @@ def kernel_error(ctx: ErrorContext) -> KernelError:
                            f"of local memory than the {b:,} bytes per thread the simulator "
                            "reserves (unbounded recursion?)", **where)
     return KernelError(f"simulator error code {code}", **where)
+
+
+def _barrier_name(text: str) -> str:
+    """cuda.syncthreads() and the like, as the call was written (cuda.<name> when it was not)."""
+    name = text.split("(", 1)[0].rsplit(".", 1)[-1] if "(" in text else "syncthreads"
+    return f"cuda.{name}" + ("()" if name.startswith("syncthreads") else "")
 
 
 def _race(ctx: ErrorContext, where: dict, text: str, slot: int, element: int, rec: int,

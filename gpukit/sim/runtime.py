@@ -15,7 +15,7 @@ from numba.core.errors import TypingError
 from numba.extending import overload, register_jitable
 
 from . import layout as L
-from .access import fail, same_bits, touch
+from .access import defer, fail, same_bits, touch
 from .lowlevel import bits_of, record_addr, store_i64
 
 
@@ -61,8 +61,8 @@ def _ol_use_vars(c, value, defined, what, site):
 @register_jitable
 def _undefined(c, what, site):
     if c[L.CHECKS] & L.CHECK_UNINITIALIZED:
-        fail(c, L.E_UNDEF_USE, site, what, c[L.UNDEF_SITE], c[L.UNDEF_SLOT], c[L.UNDEF_ELEM],
-             0)
+        defer(c, L.E_UNDEF_USE, site, what, c[L.UNDEF_SITE], c[L.UNDEF_SLOT], c[L.UNDEF_ELEM],
+              0)
 
 
 # -- attributes (record fields are memory: checked like elements) ----------------------------

@@ -25,7 +25,7 @@ from numba import njit, types
 from numba.extending import overload, register_jitable
 
 from . import layout as L
-from .access import fail
+from .access import fail, settle
 from .lowlevel import bits_of, from_bits, load_i64, poll, store_i64
 
 
@@ -40,6 +40,7 @@ def begin_block(c, run):
     c[L.BX] = blin % gx
     c[L.BY] = (blin // gx) % gy
     c[L.BZ] = blin // (gx * gy)
+    settle(c)  # the previous block's deferred error, if any
     c[L.STAMP] += 1
     c[L.BLOCK_STAMP] = c[L.STAMP]
     c[L.BARRIER_STAMP] = c[L.STAMP]
@@ -57,6 +58,12 @@ def begin_block(c, run):
             store_i64(full + w * 8, 0)
     if poll(c.ctypes.data + L.STOP * 8) != 0:
         fail(c, L.E_WATCHDOG, -1, 0, 0, 0, 0, 0)
+
+
+@register_jitable
+def end_launch(c):
+    """After the last block: raise a deferred error, if any."""
+    settle(c)
 
 
 @register_jitable(forceinline=True)
@@ -206,8 +213,9 @@ def _warp_call(c, x, w, lt0, checks):
         if (needed >> (lt - lo)) & 1 and not (group >> (lt - lo)) & 1:
             st = _get(x, lt, L.X_STATUS)
             if st == L.EXITED:
-                if checks:
-                    fail(c, L.E_WARP, site, 2, lt0, lt, 0, 0)  # names a lane that returned
+                if checks:  # names a lane that returned (4) or ran to the kernel's end (2)
+                    how = 4 if _get(x, lt, L.X_RETURNED) else 2
+                    fail(c, L.E_WARP, site, how, lt0, lt, 0, 0)
             else:
                 return False  # a named lane has not arrived yet
     if checks and (_get(x, lt0, L.X_MASK) & ~exists) != 0 and kind != L.K_SYNCWARP:
@@ -287,39 +295,53 @@ def _complete_warp(c, x, lo, hi, group, kind, site, checks):
 
 @register_jitable
 def _block_barrier(c, x, checks):
-    """Complete a block-wide barrier if every live thread waits at one; False otherwise."""
+    """Complete a block-wide barrier if every live thread waits at it.
+
+    Threads that returned (a `return` statement) no longer count, as on Volta and later; a
+    thread that waits elsewhere, or ran to the end of the kernel without reaching this barrier,
+    makes the barrier divergent."""
     tpb = c[L.TPB]
     first = -1
     for lt in range(tpb):
-        st = _get(x, lt, L.X_STATUS)
-        if st == L.EXITED:
-            continue
-        kind = _get(x, lt, L.X_KIND)
-        if kind >= L.K_SYNCWARP:  # waits for lanes that wait at a barrier (or returned)
-            fail(c, L.E_DEADLOCK, _get(x, lt, L.X_SITE), lt, first, 0, 0, 0)
-        if first < 0:
+        if _get(x, lt, L.X_STATUS) == L.WAITING and _get(x, lt, L.X_KIND) < L.K_SYNCWARP:
             first = lt
-        elif checks and (_get(x, lt, L.X_SITE) != _get(x, first, L.X_SITE)
-                         or kind != _get(x, first, L.X_KIND)):
-            fail(c, L.E_BARRIER, _get(x, lt, L.X_SITE), lt, first, _get(x, first, L.X_SITE),
-                 0, 0)
+            break
     if first < 0:
+        for lt in range(tpb):
+            if _get(x, lt, L.X_STATUS) == L.WAITING:  # a warp call that cannot complete
+                fail(c, L.E_DEADLOCK, _get(x, lt, L.X_SITE), lt, -1, 0, 0, 0)
         return False
-    kind = _get(x, first, L.X_KIND)
-    count = 0
-    live = 0
-    acquire = c[L.BLOCK_ACQUIRE]
+    site, kind = _get(x, first, L.X_SITE), _get(x, first, L.X_KIND)
+    arrived, live, other = 0, 0, -1
     for lt in range(tpb):
-        if _get(x, lt, L.X_STATUS) == L.EXITED:
+        st = _get(x, lt, L.X_STATUS)
+        if st == L.EXITED and _get(x, lt, L.X_RETURNED):
             continue
         live += 1
+        if st == L.WAITING and _get(x, lt, L.X_SITE) == site and _get(x, lt, L.X_KIND) == kind:
+            arrived += 1
+        elif other < 0:
+            other = lt
+    if other >= 0:
+        if _get(x, other, L.X_STATUS) == L.WAITING and _get(x, other, L.X_KIND) >= L.K_SYNCWARP:
+            fail(c, L.E_DEADLOCK, _get(x, other, L.X_SITE), other, first, site, 0, 0)
+        if checks:
+            elsewhere = _get(x, other, L.X_SITE) if _get(x, other, L.X_STATUS) == L.WAITING \
+                else -1
+            c[L.GT] = c[L.BLIN] * tpb + first
+            fail(c, L.E_BARRIER, site, arrived, live, other, elsewhere, first)
+    count = 0
+    acquire = c[L.BLOCK_ACQUIRE]
+    for lt in range(tpb):
+        if _get(x, lt, L.X_STATUS) != L.WAITING:
+            continue
         if _get(x, lt, L.X_VALUE) != 0:
             count += 1
         acquire = max(acquire, _get(x, lt, L.X_ACQUIRE))
     if kind == L.K_SYNC_COUNT:
         res = count
     elif kind == L.K_SYNC_AND:
-        res = 1 if count == live else 0
+        res = 1 if count == arrived else 0
     else:
         res = 1 if count > 0 else 0
     c[L.STAMP] += 1
@@ -345,6 +367,7 @@ def resolve(c):
     checks = (c[L.CHECKS] & L.CHECK_BARRIERS) != 0
     if poll(c.ctypes.data + L.STOP * 8) != 0:
         fail(c, L.E_WATCHDOG, -1, 0, 0, 0, 0, 0)
+    settle(c)
     live = 0
     for lt in range(tpb):
         if _get(x, lt, L.X_STATUS) != L.EXITED:
@@ -387,6 +410,13 @@ def restore_thread(c, lt):
     begin_thread(c, lt)
     c[L.FENCE_STAMP] = _get(x, lt, L.X_FENCE)
     c[L.ACQUIRE_SEQ] = _get(x, lt, L.X_ACQUIRE)
+
+
+@register_jitable
+def returned(c):
+    """A generator kernel's thread executes `return`: it leaves the block's barriers."""
+    if c[L.XCH] != 0:
+        _set(c[L.XCH] + L.XCH_THREADS, c[L.LT], L.X_RETURNED, 1)
 
 
 @register_jitable

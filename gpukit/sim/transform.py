@@ -78,6 +78,7 @@ class SlotSpec:
     shape: tuple[int, ...] = ()
     dtype: Any = None
     nbytes: int = 0
+    lineno: int = 0  # where a shared array is declared
 
 
 @dataclass
@@ -107,6 +108,7 @@ class Build:
     print_strings: dict = field(default_factory=dict)  # (site, arg) -> literal text
     local_slot: int = -1  # the slot of the local-memory arena
     site_slots: dict = field(default_factory=dict)  # site -> slot, where the transform knows it
+    local_decls: list = field(default_factory=list)  # the kernel's own local arrays
     counter: int = 0
 
     def fresh(self, base: str) -> str:
@@ -163,6 +165,7 @@ class UnitRewriter:
         assigned_once = _assigned_once(self.fn)
         self.hints: dict[str, int] = {}
         self.counters: list[tuple[int, int, str]] = []  # (site, space, variable)
+        self._counts: list[list[str]] = []  # per statement being rewritten: counters to bump
         for name, slot in (param_slots or {}).items():
             if name not in assigned_once and name not in _assigned_names(self.fn):
                 self.hints[name] = slot
@@ -271,10 +274,18 @@ class UnitRewriter:
     def body(self, stmts: list[ast.stmt]) -> list[ast.stmt]:
         out: list[ast.stmt] = []
         for stmt in stmts:
-            pre, new = self.hoist(stmt)
-            out += pre
-            for node in new:
-                out += [ast.copy_location(n, stmt) for n in self.stmt(node)]
+            self._counts.append([])
+            try:
+                pre, new = self.hoist(stmt)
+                compiled = []
+                for node in new:
+                    compiled += [ast.copy_location(n, stmt) for n in self.stmt(node)]
+            finally:
+                counts = self._counts.pop()
+            # the statement's static accesses run once each time it runs: count them here
+            out += [ast.copy_location(ast.AugAssign(target=_store(name), op=ast.Add(),
+                                                    value=_const(1)), stmt) for name in counts]
+            out += pre + compiled
         return out
 
     def stmt(self, node: ast.stmt) -> list[ast.stmt]:
@@ -449,7 +460,7 @@ class UnitRewriter:
         """The trailing arguments of an access: its site, its slot's descriptor (when the
         transform knows the slot) and the increment of the site's counter."""
         hint = self._hint(value)
-        if hint < 0:
+        if hint < 0 or self.conditional or not self._counts:
             return [_const(site), _name(P + "NODESC"), _const(0)]
         self.build.site_slots[site] = hint
         owner = self.frame_owner or self
@@ -457,11 +468,11 @@ class UnitRewriter:
             self.build.slots[hint].kind, L.SPACE_SHARED)
         counter = f"{P}n{site}"
         owner.counters.append((site, space, counter))
-        increment = ast.NamedExpr(target=_store(counter),
-                                  value=ast.BinOp(left=_name(counter), op=ast.Add(),
-                                                  right=_const(1)))
+        self._counts[-1].append(counter)
         desc = ast.Subscript(value=_name(P + "D"), slice=_const(hint), ctx=ast.Load())
-        return [_const(site), desc, increment]
+        return [_const(site), desc, _const(0)]
+
+    conditional = 0  # > 0 while rewriting code that may run other than once per statement
 
     def prologue(self) -> list[ast.stmt]:
         """Start-of-function state: defined-flags, site counters, the watchdog's tick."""
@@ -497,13 +508,20 @@ class UnitRewriter:
         tick = self._tick(node, text)
         pre, test = self.hoist_expr(node.test)
         if pre:  # a sync call in the condition runs again before every test
-            check = ast.If(test=ast.UnaryOp(op=ast.Not(),
-                                            operand=self.used(test, L.UNDEF_BRANCH, node.test)),
-                           body=[ast.Break()], orelse=[])
+            self.conditional += 1
+            try:
+                check = ast.If(test=ast.UnaryOp(op=ast.Not(), operand=self.used(
+                    test, L.UNDEF_BRANCH, node.test)), body=[ast.Break()], orelse=[])
+            finally:
+                self.conditional -= 1
             return [ast.While(test=_const(True),
                               body=[tick, *pre, check, *self.body(node.body)], orelse=[])]
-        return [ast.While(test=self.used(node.test, L.UNDEF_BRANCH),
-                          body=[tick, *self.body(node.body)], orelse=[])]
+        self.conditional += 1  # the test runs once per iteration, and once more
+        try:
+            test = self.used(node.test, L.UNDEF_BRANCH)
+        finally:
+            self.conditional -= 1
+        return [ast.While(test=test, body=[tick, *self.body(node.body)], orelse=[])]
 
     def s_For(self, node: ast.For) -> list[ast.stmt]:
         if node.orelse:
@@ -620,7 +638,10 @@ class UnitRewriter:
                                                and node.value.value is None):
                 raise self._unsupported(node, "returning a value from a kernel (kernels "
                                               "return None)")
-            return [_FLUSH_MARK(), ast.Return(value=None)]
+            out = [_FLUSH_MARK(), ast.Return(value=None)]
+            if self.generator:
+                out.insert(0, ast.Expr(_call(P + "returned", _name(CTX))))
+            return out
         out: list[ast.stmt] = []
         value = self.used(node.value, L.UNDEF_RETURN) if node.value is not None else None
         if self.inline_exit is not None:
@@ -811,6 +832,34 @@ class _ExprRewriter(ast.NodeTransformer):
 
     def __init__(self, rw: UnitRewriter):
         self.rw = rw
+
+    def _conditional(self, node: ast.AST) -> ast.AST:
+        self.rw.conditional += 1
+        try:
+            return self.visit(node)
+        finally:
+            self.rw.conditional -= 1
+
+    def visit_BoolOp(self, node: ast.BoolOp) -> ast.AST:
+        first, *rest = node.values
+        node.values = [self.visit(first)] + [self._conditional(v) for v in rest]
+        return node
+
+    def visit_IfExp(self, node: ast.IfExp) -> ast.AST:
+        node.test = self.visit(node.test)
+        node.body = self._conditional(node.body)
+        node.orelse = self._conditional(node.orelse)
+        return node
+
+    def visit_Lambda(self, node: ast.Lambda) -> ast.AST:
+        node.body = self._conditional(node.body)
+        return node
+
+    def visit_Compare(self, node: ast.Compare) -> ast.AST:
+        node.left = self.visit(node.left)
+        first, *rest = node.comparators
+        node.comparators = [self.visit(first)] + [self._conditional(v) for v in rest]
+        return node
 
     def visit_Name(self, node: ast.Name) -> ast.AST:
         if node.id in self.rw.locals:
@@ -1008,7 +1057,7 @@ class _ExprRewriter(ast.NodeTransformer):
         offset = -(-rw.build.static_shared_bytes // align) * align
         rw.build.static_shared_bytes = offset + nbytes
         slot = rw.build.slot(SlotSpec("shared", label, offset=offset, shape=shape,
-                                      dtype=np_dtype, nbytes=nbytes))
+                                      dtype=np_dtype, nbytes=nbytes, lineno=node.lineno))
         if rw._label:
             rw.hints[rw._label] = slot if rw._label in rw._assigned_once else -1
         return _call(P + "shared_array", _name(CTX), _const(offset), dt, _const(shape))
@@ -1021,6 +1070,10 @@ class _ExprRewriter(ast.NodeTransformer):
         frame, offset = rw.frame_alloc(nbytes, max(np_dtype.alignment, 8))
         if rw._label and rw._label in rw._assigned_once:
             rw.hints[rw._label] = rw.build.local_slot
+        if (rw.frame_owner or rw).is_kernel:  # kernel frames are at fixed offsets: name them
+            rw.build.local_decls.append(SlotSpec("local", rw._label or "local", offset=offset,
+                                                 shape=shape, dtype=np_dtype, nbytes=nbytes,
+                                                 lineno=node.lineno))
         return _call(P + "local_array", _name(CTX), frame, _const(offset), _const(nbytes),
                      rw.constant(dtype, "dt"), _const(shape))
 

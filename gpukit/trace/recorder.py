@@ -124,74 +124,35 @@ class Recorder:
         if max_events < 1:
             raise InvalidOptionError(f"max_events must be a positive int, got {max_events!r}")
         self.max_events = int(max_events)
-        self.events = 0
-        self._chunks: list[tuple] = []
-        self._arrays: list[ArrayInfo] = []
-        self._keys: dict[tuple, int] = {}
-        self._by_id: dict[int, tuple[Any, int]] = {}  # id(SimArray) -> (the array, its number)
-        self._launch: Any = None
         self._trace: Trace | None = None
 
     @classmethod
     def from_option(cls, option: Any, max_events: int = DEFAULT_MAX_EVENTS) -> Any:
         """The recorder a launch's `trace=` option asks for: None for None/False.
 
-        True makes a Recorder, an int a Recorder with that max_events; an object with a
-        `record` method (a Recorder or your own) is used as it is.
+        True makes a Recorder, an int a Recorder with that max_events; a Recorder is used as
+        it is.
         """
         if option is None or option is False:
             return None
         if option is True:
             return cls(max_events)
-        if isinstance(option, (int, np.integer)) and not isinstance(option, np.bool_):
+        if isinstance(option, (int, np.integer)) and not isinstance(option, (bool, np.bool_)):
             return cls(int(option))
-        if callable(getattr(option, "record", None)):  # a recorder of one's own (documented)
+        if isinstance(option, Recorder):
             return option
-        raise OptionTypeError(f"trace must be True, False, a max_events int or a "
-                              f"gpukit.trace.Recorder, got {option!r}")
+        raise InvalidOptionError(f"trace must be True, False, a max_events int or a "
+                                 f"gpukit.trace.Recorder, got {option!r}")
 
-    # -- called by the simulator -------------------------------------------------------------
-    def record(self, group: Any, sim_array: Any, kind: str, lanes: np.ndarray | None,
-               flat: np.ndarray, site: int) -> None:
-        """One access by the `lanes` of `group` (None = all) to elements `flat` of the buffer."""
-        n = len(flat)
-        if self._launch is None:
-            self._launch = group.launch
-        if n == 0:
-            return
-        if self.events + n > self.max_events:
-            raise self._too_large(group.launch)
-        number = self._array_number(sim_array)
-        base = sim_array.lane_base
-        if base is not None:
-            flat = flat - (base if lanes is None else base[lanes])
-        address = flat.astype(np.int64) * sim_array.dtype.itemsize
-        element = element_numbers(flat - sim_array.offset, sim_array.shape, sim_array.estrides)
-        tid = group.gtid if lanes is None else group.gtid[lanes]
-        phase = group.lane_phase(lanes)
-        self._chunks.append((tid.astype(np.int64), number, KINDS.index(kind), element, address,
-                             phase.astype(np.int32, copy=False), site))
-        self.events += n
+    @property
+    def capacity(self) -> int:
+        return self.max_events
 
-    def _array_number(self, sim_array: Any) -> int:
-        hit = self._by_id.get(id(sim_array))
-        if hit is not None and hit[0] is sim_array:
-            return hit[1]
-        # shared, local and const arrays are made per group of blocks: one entry per declaration
-        key = (sim_array.kind, sim_array.label, tuple(sim_array.shape), sim_array.dtype.str)
-        number = self._keys.get(key)
-        if number is None:
-            number = self._keys[key] = len(self._arrays)
-            self._arrays.append(ArrayInfo(sim_array.label, sim_array.kind,
-                                          tuple(int(s) for s in sim_array.shape),
-                                          np.dtype(sim_array.dtype)))
-        self._by_id[id(sim_array)] = (sim_array, number)
-        return number
-
-    def _too_large(self, launch: Any) -> TraceTooLargeError:
-        threads = launch.nblocks * launch.tpb
+    def too_large(self, name: str, grid: tuple, block: tuple) -> TraceTooLargeError:
+        """The error for a launch that made more accesses than `max_events`."""
+        threads = int(np.prod(grid)) * int(np.prod(block))
         return TraceTooLargeError(
-            f"kernel '{launch.name}' launched with grid {launch.grid} x block {launch.block} "
+            f"kernel '{name}' launched with grid {tuple(grid)} x block {tuple(block)} "
             f"({threads:,} threads) makes more than {self.max_events:,} memory accesses, the "
             f"trace's limit (max_events={self.max_events:,}); the launch stopped partway, so its "
             "outputs are incomplete. Trace a smaller launch (a smaller problem or fewer blocks: "
@@ -201,37 +162,59 @@ class Recorder:
             "memory per access)")
 
     # -- after the launch --------------------------------------------------------------------
-    def finish(self, launch_record: Any = None) -> Trace:
-        """The `Trace` of the recorded launch (the same object if called again)."""
-        if self._trace is not None:
-            return self._trace
-        launch = self._launch
-        if launch_record is not None:
-            name, grid, block = launch_record.kernel, launch_record.grid, launch_record.block
-        elif launch is not None:
-            name, grid, block = launch.name, launch.grid, launch.block
-        else:
-            raise TraceError("this recorder has recorded no launch; pass it as "
-                             "launch_kernel(..., trace=recorder) and call finish(record) after")
-        chunks = self._chunks
-        sizes = np.array([len(c[0]) for c in chunks], np.int64)
+    def collect(self, name: str, grid: tuple[int, int, int], block: tuple[int, int, int],
+                events: np.ndarray, slots: list, sites: Any) -> Trace:
+        """Build the `Trace` from the simulator's event rows (thread, site, slot, element in
+        the slot, kind, phase, execution number) and its slot descriptions."""
+        events = np.asarray(events, np.int64).reshape(-1, 7)
+        thread, site, slot, elem, kind, phase, seq = (events[:, k] for k in range(7))
+        arrays: list[ArrayInfo] = []
+        number = np.zeros(len(events), np.int32)
+        element = np.zeros(len(events), np.int64)
+        address = np.zeros(len(events), np.int64)
+        for k in np.unique(slot):
+            sel = slot == k
+            info = slots[int(k)]
+            e = elem[sel]
+            if info.space == "global" and info.array is not None:
+                arr = info.array
+                size = arr.itemsize
+                rel = e - arr.offset_bytes // size
+                element[sel] = element_numbers(rel, tuple(arr.shape),
+                                               tuple(s // size for s in arr.strides))
+                address[sel] = e * size
+                shape, dtype = tuple(arr.shape), np.dtype(arr.dtype)
+            elif info.space == "shared" and len(info.shape) and info.dtype.itemsize \
+                    and info.shape != (0,):
+                element[sel] = e
+                address[sel] = e * info.dtype.itemsize
+                shape, dtype = tuple(info.shape), np.dtype(info.dtype)
+            else:  # byte-tracked memory (local, dynamic shared)
+                element[sel] = e
+                address[sel] = e
+                shape, dtype = (max(int(e.max()) + 1, 1),), np.dtype(np.uint8)
+            number[sel] = len(arrays)
+            arrays.append(ArrayInfo(info.label, info.space, shape, dtype))
+        tpb = int(np.prod(block))
+        warp = (thread // tpb) * -(-tpb // 32) + (thread % tpb) // 32
+        key = np.stack([warp, site, seq], axis=1)
+        _, call = np.unique(key, axis=0, return_inverse=True) if len(key) else (None,
+                                                                               np.zeros(0, int))
         columns = {
-            "thread": _cat([c[0] for c in chunks], np.int64),
-            "array": np.repeat(np.array([c[1] for c in chunks], np.int32), sizes),
-            "kind": np.repeat(np.array([c[2] for c in chunks], np.int8), sizes),
-            "element": _cat([c[3] for c in chunks], np.int64),
-            "address": _cat([c[4] for c in chunks], np.int64),
-            "phase": _cat([c[5] for c in chunks], np.int32),
-            "site": np.repeat(np.array([c[6] for c in chunks], np.int32), sizes),
-            "call": np.repeat(np.arange(len(chunks), dtype=np.int64), sizes),
+            "thread": thread.astype(np.int64), "array": number,
+            "kind": kind.astype(np.int8), "element": element, "address": address,
+            "phase": phase.astype(np.int32), "site": site.astype(np.int32),
+            "call": np.asarray(call, np.int64).reshape(-1),
         }
-        from ..sim.transform import SITES  # lazy: `import gpukit` does not load the simulator
+        site_map = {int(s): sites[int(s)] for s in np.unique(site)}
+        self._trace = Trace(name, tuple(grid), tuple(block), tuple(arrays), site_map, columns)
+        return self._trace
 
-        sites = {int(s): SITES[int(s)] for s in np.unique(columns["site"])}
-        self._trace = Trace(name, tuple(grid), tuple(block), tuple(self._arrays), sites,
-                            columns)
-        self._chunks = []
-        self._by_id = {}  # let the group's shared and local buffers go
+    def finish(self, launch_record: Any = None) -> Trace:
+        """The `Trace` of the recorded launch."""
+        if self._trace is None:
+            raise TraceError("this recorder has recorded no launch; pass it as "
+                             "launch_kernel(..., trace=recorder) and call finish() after")
         return self._trace
 
 
