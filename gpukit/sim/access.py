@@ -459,7 +459,7 @@ def _ol_ld(c, obj, idx, site, d, n):
         n = _full_index(idx)
         if n == obj.ndim:
             return _impl_for(n, False, isinstance(idx, types.BaseTuple), _direct(obj))
-        return _view_impl(obj, idx)
+        return lambda c, obj, idx, site, d, n: view(c, obj, idx, site)
     if isinstance(obj, types.Record) and isinstance(idx, types.StringLiteral):
         return _field_load(obj, idx.literal_value)
     return lambda c, obj, idx, site, d, n: obj[idx]
@@ -481,10 +481,19 @@ def _ol_st(c, obj, idx, value, site, d, n):
     return impl
 
 
+def view(c, obj, idx, site):
+    """obj[idx] that is a view (a partial index or slices), its integer indices checked."""
+
+
+@overload(view, jit_options={"_nrt": True})  # a function returning an array needs the runtime
+def _ol_view(c, obj, idx, site):
+    return _view_impl(obj, idx)
+
+
 def _view_impl(obj, idx):
     """A partial index or a slice: bounds-check the integer components, return Numba's view."""
     items = idx.types if isinstance(idx, types.BaseTuple) else (idx,)
-    lines = ["def impl(c, obj, idx, site, d, n):", "    bc = c[CHECKS] & CHECK_BOUNDS"]
+    lines = ["def impl(c, obj, idx, site):", "    bc = c[CHECKS] & CHECK_BOUNDS"]
     for k, t in enumerate(items):
         if isinstance(t, (types.Integer, types.IntegerLiteral)):
             src = f"idx[{k}]" if isinstance(idx, types.BaseTuple) else "idx"

@@ -39,7 +39,7 @@ from .transform import (
     replace_flush,
 )
 
-_JIT = {"error_model": "numpy", "nogil": True}
+_JIT = {"error_model": "numpy", "nogil": True, "_nrt": False}
 MAX_RECURSIVE_FRAME = 64 * 1024  # local memory per thread when device functions recurse
 
 RUNTIME: dict[str, Any] = {
@@ -262,9 +262,7 @@ def driver_source(params: list[str], generator: bool, nslots: int) -> str:
     """The function that runs a launch: every block, every thread."""
     args = ", ".join(params)
     call = f"{P}kernel({CTX}, {P}D{', ' if params else ''}{args})"
-    lines = [f"def {P}drive({CTX}{', ' if params else ''}{args}):",
-             f"    {CTX} = {P}bare({CTX})"]
-    lines += [f"    {p} = {P}bare({p})" for p in params]
+    lines = [f"def {P}drive({CTX}{', ' if params else ''}{args}):"]
     descs = ", ".join(f"{P}desc({CTX}, {k})" for k in range(nslots))
     lines.append(f"    {P}D = ({descs},)")
     lines.append(f"    tpb = {CTX}[{L.TPB}]")
@@ -279,8 +277,9 @@ def driver_source(params: list[str], generator: bool, nslots: int) -> str:
         return "\n".join(lines)
     lines += [f"    proto = {call}",
               f"    size = {P}gen_sizeof(proto)",
-              "    buf = np.empty(tpb * size, np.uint8)",
-              "    base = buf.ctypes.data",
+              f"    if tpb * size > {CTX}[{L.GENBUF_BYTES}]:",
+              "        return tpb * size  # the host makes the buffer this big and calls again",
+              f"    base = {CTX}[{L.GENBUF}]",
               f"    for run in range({CTX}[{L.NBLOCKS}]):",
               f"        {P}begin_block({CTX}, run)",
               f"        {P}begin_generators({CTX})",

@@ -197,13 +197,13 @@ def _typed_ptr(typingctx, addr, dtype):
     return types.CPointer(elem)(types.intp, dtype), codegen
 
 
-@register_jitable
+@register_jitable(_nrt=True)
 def shared_array(c, offset, dtype, shape):
     """A static shared array of the running block, at `offset` bytes into its shared memory."""
     return carray(_typed_ptr(c[L.SHARED_BASE] + offset, dtype), shape)
 
 
-@register_jitable
+@register_jitable(_nrt=True)
 def dynamic_shared_array(c, offset, dtype, itemsize):
     """The block's dynamic shared memory (all shape-0 declarations start at `offset`)."""
     n = c[L.DYN_SHARED] // itemsize
@@ -216,7 +216,7 @@ def thread_frame(c):
     return c[L.LOCAL_BASE] + c[L.LT] * c[L.LOCAL_STRIDE]
 
 
-@register_jitable
+@register_jitable(_nrt=True)
 def local_array(c, frame, offset, nbytes, dtype, shape):
     """A local array at `offset` bytes into a frame; it starts unwritten, at every call."""
     addr = frame + offset

@@ -99,7 +99,7 @@ def _compile(kernel: SimKernel) -> Any:
         exec(code, namespace)  # noqa: S102 - the rewritten kernel
         options = dict(_JIT)
         if unit.is_kernel and not unit.generator:
-            options["inline"] = "always"
+            options["forceinline"] = True
         compiled[unit.name] = numba.njit(**options)(namespace[unit.name])
         functions.append((unit, namespace))
     for unit, namespace in functions:  # units call each other by their generated names

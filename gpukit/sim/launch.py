@@ -195,7 +195,10 @@ def run(kernel: SimKernel, memory: DeviceMemory, workspace: Workspace, args: tup
     if watchdog_s:
         WATCHDOG.arm(c, watchdog_s)
     try:
-        driver(c, *values)
+        if kernel.generator:
+            _run_generators(driver, c, values, workspace)
+        else:
+            driver(c, *values)
     except Trap:
         error = "trap"
     except (ZeroDivisionError, IndexError, ValueError, OverflowError, SystemError) as exc:
@@ -222,6 +225,17 @@ def run(kernel: SimKernel, memory: DeviceMemory, workspace: Workspace, args: tup
         trace = (columns[:n * L.TRACE_FIELDS].reshape(n, L.TRACE_FIELDS).copy(), infos,
                  kernel.sites)
     return LaunchResult(stats, wall_ms, trace, output)
+
+
+def _run_generators(driver: Any, c: np.ndarray, values: list, workspace: Workspace) -> None:
+    """Run a kernel with sync points: its threads' generators live in a workspace buffer."""
+    buf = workspace.get("generators", 0)
+    c[L.GENBUF], c[L.GENBUF_BYTES] = buf.ctypes.data, buf.nbytes
+    needed = driver(c, *values)
+    if needed:
+        buf = workspace.get("generators", int(needed))
+        c[L.GENBUF], c[L.GENBUF_BYTES] = buf.ctypes.data, buf.nbytes
+        driver(c, *values)
 
 
 def _compiled_driver(kernel: SimKernel, values: list) -> Any:
@@ -264,6 +278,11 @@ def _bind(kernel: SimKernel, memory: DeviceMemory, args: tuple, checks: dict[str
             raise InvalidDeviceArrayError(
                 f"argument '{name}' of kernel '{kernel.name}' lives on another backend's "
                 "device; copy it to the host and to this backend's device first")
+        if races and alloc.id in written:  # the records first: their error says how to avoid them
+            wrec, rrec = alloc.race_records(alloc.id in read, f"'{name}'")
+            c[s + L.S_WREC] = wrec.ctypes.data
+            if rrec is not None:
+                c[s + L.S_RREC] = rrec.ctypes.data
         buf = alloc.buffer()
         base = buf.ctypes.data
         c[s + L.S_BASE], c[s + L.S_END] = base, base + max(alloc.nbytes, 1)
@@ -276,11 +295,6 @@ def _bind(kernel: SimKernel, memory: DeviceMemory, args: tuple, checks: dict[str
             mask = alloc.init_mask()
             if mask is not None:
                 c[s + L.S_INIT], c[s + L.S_INIT_KIND] = mask.ctypes.data, L.INIT_BYTE
-        if races and alloc.id in written:
-            wrec, rrec = alloc.race_records(alloc.id in read)
-            c[s + L.S_WREC] = wrec.ctypes.data
-            if rrec is not None:
-                c[s + L.S_RREC] = rrec.ctypes.data
         values.append(arg.host_view())
         infos[k] = SlotInfo(name, "global", arg.shape, arg.dtype, arg)
     return values

@@ -92,6 +92,8 @@ ERR_BASE = 70  # bounds errors: the indexed array's address, its rank, then its 
 ERR_NDIM = 71
 ERR_SHAPE = 72  # up to 4 extents
 PENDING = 80  # a deferred error (an uninitialised value used): code, site, thread, A..E
+GENBUF = 88  # address of the buffer that holds a block's thread generators
+GENBUF_BYTES = 89  # its size
 
 
 # -- memory slots -------------------------------------------------------------------------

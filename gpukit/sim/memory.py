@@ -98,16 +98,16 @@ class Allocation:
             self._init_mask = np.zeros(self.count, bool)
         return self._init_mask
 
-    def race_records(self, with_readers: bool) -> tuple[np.ndarray, np.ndarray | None]:
+    def race_records(self, with_readers: bool, label: str = "an array"
+                     ) -> tuple[np.ndarray, np.ndarray | None]:
         """The writer (and, when asked, reader) records of the race check: 8 bytes per element
         each, kept for the allocation's life and invalidated by stamps, not by zeroing."""
+        what = f"the race check's records of {label} (or pass checks={{'races': False}})"
         if self._writers is None:
-            self.memory.host_budget.take(self.count * 8, "the race check's writer records "
-                                         "(or pass checks={'races': False})")
+            self.memory.host_budget.take(self.count * 8, what)
             self._writers = np.zeros(self.count, np.uint64)
         if with_readers and self._readers is None:
-            self.memory.host_budget.take(self.count * 8, "the race check's reader records "
-                                         "(or pass checks={'races': False})")
+            self.memory.host_budget.take(self.count * 8, what)
             self._readers = np.zeros(self.count, np.uint64)
         return self._writers, self._readers
 

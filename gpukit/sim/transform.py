@@ -169,7 +169,7 @@ class UnitRewriter:
         for name, slot in (param_slots or {}).items():
             if name not in assigned_once and name not in _assigned_names(self.fn):
                 self.hints[name] = slot
-        self.tracked = sorted(_assigned_names(self.fn) - set(self.params))
+        self.tracked = sorted(_maybe_undefined(self.fn, set(self.params), self.locals))
         self._assigned_once = assigned_once
         self._resolved: dict[str, Any] = {}
 
@@ -1192,6 +1192,54 @@ def _assigned_names(fn: ast.AST) -> set[str]:
 
     walk(fn, True)
     return found
+
+
+def _maybe_undefined(fn: ast.FunctionDef, params: set[str], local: set[str]) -> set[str]:
+    """Variables that may hold a value read from memory never written: those assigned from an
+    expression that reads memory, or from such variables (a fixpoint). Others are always
+    defined and need no flag."""
+    flows: list[tuple[list[str], ast.AST | None, bool]] = []  # (targets, value, reads memory)
+
+    def names_in(target: ast.AST) -> list[str]:  # the names a target binds (not a[i]'s a, i)
+        return [n.id for n in ast.walk(target)
+                if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)]
+
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Assign):
+            targets = [n for t in node.targets for n in names_in(t)]
+            flows.append((targets, node.value, _has_reads(node.value, local)))
+        elif isinstance(node, (ast.AugAssign, ast.AnnAssign)) and node.value is not None:
+            targets = names_in(node.target)
+            flows.append((targets, node.value, _has_reads(node.value, local)))
+        elif isinstance(node, ast.For):
+            it = node.iter
+            is_range = isinstance(it, ast.Call) and isinstance(it.func, ast.Name) \
+                and it.func.id == "range"
+            flows.append((names_in(node.target), it, not is_range))
+        elif isinstance(node, ast.NamedExpr):
+            flows.append((names_in(node.target), node.value, _has_reads(node.value, local)))
+    undefined: set[str] = set()
+    changed = True
+    while changed:
+        changed = False
+        for targets, value, reads in flows:
+            used = {n.id for n in ast.walk(value) if isinstance(n, ast.Name)} \
+                if value is not None else set()
+            if reads or used & undefined:
+                for t in targets:
+                    if t not in undefined and t not in params:
+                        undefined.add(t)
+                        changed = True
+    return undefined
+
+
+def _has_reads(node: ast.AST, local: set[str]) -> bool:
+    """Whether an expression may read memory: a subscript, or a field of a local record."""
+    return any(_reads_memory(sub) or (isinstance(sub, ast.Attribute)
+                                      and isinstance(sub.value, ast.Name)
+                                      and sub.value.id in local
+                                      and sub.attr not in _ARRAY_ATTRS)
+               for sub in ast.walk(node))
 
 
 def _assigned_once(fn: ast.FunctionDef) -> set[str]:
