@@ -50,19 +50,6 @@ def _is_scalar(value: Any) -> bool:
     return isinstance(value, (bool, int, float, complex, np.generic))
 
 
-def _arg_spec(arg: Any) -> Any:
-    if isinstance(arg, DeviceArray):
-        return ArgSpec(arg.dtype, arg.ndim, tuple(arg.shape), arg.layout)
-    if isinstance(arg, np.ndarray):
-        layout = "C" if arg.flags.c_contiguous else "F" if arg.flags.f_contiguous else "A"
-        return ArgSpec(normalize_dtype(arg.dtype), arg.ndim, tuple(arg.shape), layout)
-    return arg
-
-
-def _is_scalar(value: Any) -> bool:
-    return isinstance(value, (bool, int, float, complex, np.generic))
-
-
 def launch(backend: Any, kernel: SimKernel, grid: Any, block: Any, args: tuple,
            options: dict[str, Any]) -> LaunchRecord:
     """Run one launch of `kernel` on the CPUBackend `backend`; returns its record."""

@@ -56,11 +56,11 @@ class Operand:
     host: bool  # a numpy array that still has to be copied to the device
 
 
-def resolve_backend(backend: Any) -> Backend:
+def resolve_backend(backend: Any, op: str) -> Backend:
     """`backend`, or the current backend (`gpukit.current_backend()`) when it is None."""
     backend = current_backend() if backend is None else backend
     if not isinstance(backend, Backend):
-        raise OpInputError(f"backend must be a gpukit backend (gpukit.get_backend()) or None, "
+        raise OpInputError(f"{op}: backend must be a gpukit backend (gpukit.get_backend()) or None, "
                            f"got {type(backend).__name__}")
     return backend
 

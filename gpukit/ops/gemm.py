@@ -131,7 +131,7 @@ def batched_gemm(a: Any, b: Any, c: Any = None, *, alpha: float = 1.0, beta: flo
 
 def _gemm(op: str, ndim: int, a: Any, b: Any, c: Any, alpha: float, beta: float,
           trans_a: bool, trans_b: bool, variant: str, backend: Any) -> Any:
-    backend = resolve_backend(backend)
+    backend = resolve_backend(backend, op)
     check_variant(op, variant, VARIANTS)
     alpha, beta = check_scalar(op, "alpha", alpha), check_scalar(op, "beta", beta)
     trans_a, trans_b = check_flag(op, "trans_a", trans_a), check_flag(op, "trans_b", trans_b)
