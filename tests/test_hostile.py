@@ -11,6 +11,7 @@ as before after every call. The cases named in issue 18 are also checked message
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import io
 import math
 import re
@@ -207,7 +208,10 @@ ENTRY_POINTS = {
     "plan_launch(threads_per_block)": lambda v: geometry.plan_launch(100, v),
     "check(kernel)": lambda v: check(v, "map", quiet=True),
     "check(exercise)": lambda v: check(vadd, v, quiet=True),
-    "check(seed)": lambda v: check(vadd, "nope", seed=v, quiet=True),
+    # with an unknown exercise, a good value ends in ExerciseUsageError without running anything
+    **{f"check({name})": (lambda v, name=name: check(vadd, "nope", **({"quiet": True} |
+                                                                       {name: v})))
+       for name in ("seed", "quiet", "device", "watchdog_s")},
     "gpukit command": _cli,
 }
 
@@ -362,6 +366,18 @@ def test_ops_free_their_device_copies_when_they_work_and_when_they_raise():
         ops.gemm(c, X, c, backend=BE)  # a host b is never copied: the check comes first
     assert _snapshot() == before
     BE.free(c)
+
+
+def test_an_op_that_fails_after_copying_its_inputs_frees_the_copies():
+    small = dataclasses.replace(gpukit.get_profile("T4"), name="T4 with 2 KiB", memory_bytes=2048)
+    backend = CPUBackend(device=small)
+    a = np.ones((16, 16), np.float32)  # 1 KiB: a and b fit, the result does not
+    before = _snapshot(backend)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ImplicitTransferWarning)
+        with pytest.raises(OutOfMemoryError, match="requested 1.00 KiB"):
+            ops.gemm(a, a, backend=backend)
+    assert _snapshot(backend) == before and not backend.memory.live
 
 
 def test_a_to_device_that_exceeds_the_host_budget_leaves_nothing_allocated():
