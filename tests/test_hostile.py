@@ -121,6 +121,10 @@ def _cli(value):
 ENTRY_POINTS = {
     # backends and device arrays
     "CPUBackend(device)": lambda v: CPUBackend(device=v),
+    **{f"DeviceProfile({name})": (lambda v, name=name: CPUBackend(
+        device=dataclasses.replace(gpukit.get_profile("T4"), **{name: v})))
+       for name in ("compute_capability", "sm_count", "memory_bytes", "memory_bandwidth_gb_s",
+                    "fp32_tflops", "pcie_gen", "copy_engines", "launch_overhead_us")},
     "get_backend(name)": lambda v: gpukit.get_backend(v),
     "allocate(shape)": lambda v: BE.allocate(v),
     "allocate(dtype)": lambda v: BE.allocate(4, v),
