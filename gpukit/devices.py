@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .errors import ArgumentTypeError, GpukitError
+from .errors import ArgumentTypeError, GpukitError, InvalidArgumentError
+from .utils import as_int, as_number
 
 KiB = 1024
 MiB = 1024 * KiB
@@ -125,6 +126,27 @@ class DeviceProfile:
     copy_engines: int = 2
     launch_overhead_us: float = 5.0
     aliases: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name:
+            raise ArgumentTypeError(f"a device profile's name must be a non-empty string, got "
+                                    f"{self.name!r}")
+        if not isinstance(self.compute_capability, tuple) or \
+                self.compute_capability not in COMPUTE_CAPABILITIES:
+            known = ", ".join(str(cc) for cc in COMPUTE_CAPABILITIES)
+            raise UnknownDeviceError(f"profile {self.name!r}: compute capability "
+                                     f"{self.compute_capability!r} is not one of {known}")
+        as_int("sm_count", self.sm_count, 1)
+        as_int("memory_bytes", self.memory_bytes, 1)
+        as_int("copy_engines", self.copy_engines, 1)
+        if not isinstance(self.pcie_gen, int) or isinstance(self.pcie_gen, bool) or \
+                self.pcie_gen not in PCIE_X16_GB_S:
+            raise InvalidArgumentError(f"profile {self.name!r}: pcie_gen must be one of "
+                                       f"{', '.join(map(str, PCIE_X16_GB_S))}, got "
+                                       f"{self.pcie_gen!r}")
+        as_number("memory_bandwidth_gb_s", self.memory_bandwidth_gb_s, positive=True)
+        as_number("fp32_tflops", self.fp32_tflops, positive=True)
+        as_number("launch_overhead_us", self.launch_overhead_us)
 
     @property
     def cc(self) -> ComputeCapability:

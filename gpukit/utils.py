@@ -15,8 +15,8 @@ from typing import Any
 
 from .errors import ArgumentTypeError, InvalidArgumentError
 
-__all__ = ["BYTE_UNITS", "as_int", "as_number", "c_strides", "ceil_div", "f_strides",
-           "format_bytes", "round_up", "size_text"]
+__all__ = ["BYTE_UNITS", "as_choice", "as_int", "as_number", "c_strides", "ceil_div",
+           "f_strides", "format_bytes", "round_up", "size_text"]
 
 # Binary units, largest first: what byte counts are written in.
 BYTE_UNITS = (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10))
@@ -96,6 +96,14 @@ def as_number(name: str, value: Any, minimum: float | None = 0.0, *,
         raise InvalidArgumentError(f"{name} must be a finite number{_bound(minimum, positive)}, "
                                    f"got {value!r}")
     return number
+
+
+def as_choice(name: str, value: Any, choices: Iterable[str]) -> str:
+    """`value` if it is one of the strings `choices`, else an InvalidArgumentError listing them."""
+    choices = tuple(choices)
+    if not isinstance(value, str) or value not in choices:
+        raise InvalidArgumentError(f"{name} must be one of {', '.join(choices)}, got {value!r}")
+    return value
 
 
 def _range(minimum: int | None, maximum: int | None) -> str:

@@ -6,12 +6,19 @@ import dataclasses
 import importlib
 import inspect
 
+import numpy as np
 import pytest
 
 import gpukit
-from gpukit import backends
+from gpukit import backends, timing
 from gpukit.backends import Backend, BackendStatus, Capabilities, MemoryInfo
-from gpukit.errors import BackendUnavailableError, GpukitError
+from gpukit.backends.base import HostEvent
+from gpukit.errors import (
+    ArgumentTypeError,
+    BackendUnavailableError,
+    GpukitError,
+    UnsupportedOperationError,
+)
 
 # -- the seed interface ----------------------------------------------------------------------------
 P = inspect.Parameter
@@ -272,3 +279,36 @@ def test_context_manager_initializes_and_shuts_down():
     with gpukit.get_backend("toy") as backend:
         assert backend.initialized and backend.calls == ["initialize"]
     assert not backend.initialized and backend.calls == ["initialize", "shutdown"]
+
+
+# -- the contract's defaults: what a backend that simulates and logs nothing says ---------------
+def test_the_contracts_defaults_describe_a_plain_backend():
+    toy = ToyBackend()
+    assert (toy.is_simulated, toy.profile, toy.event_kind, toy.device_name) == (
+        False, None, "wall", "toy")
+    assert toy.launches == [] and toy.transfers == [] and toy.timeline() == []
+    assert not toy.owns(np.zeros(2)) and toy.stream_label(None) == 0 and toy.stream_label(0) == 0
+    assert not toy.supports_feature(["toy"]) and toy.supports_feature("toy")
+    start = toy.record_event()
+    assert isinstance(start, HostEvent) and start.elapsed_ms(toy.record_event()) >= 0
+    assert toy.calls == ["synchronize", "synchronize"]
+    for call, message in [
+            (toy.stream, "backend 'toy' has no streams"),
+            (lambda: toy.pinned_array(4), "backend 'toy' has no pinned host memory"),
+            (lambda: toy.time_copies("h2d", 4, False, 1), "backend 'toy' cannot time copies")]:
+        with pytest.raises(UnsupportedOperationError, match=message):
+            call()
+    with pytest.raises(ArgumentTypeError, match="backend 'toy' has only the default stream"):
+        toy.stream_label("s")
+
+
+def test_gpukit_works_with_a_plain_backend_through_the_contract():
+    toy = ToyBackend()
+    with timing.timer(toy, label="nothing") as t:
+        pass
+    assert t.timing.kind == "wall" and t.timing.label == "nothing"
+    assert timing.launch_log(toy) == []
+    with pytest.raises(UnsupportedOperationError, match="cannot time copies"):
+        timing.bandwidth_sweep(toy, sizes=[1024])
+    with pytest.raises(gpukit.trace.TraceError, match="backend 'toy' runs kernels where"):
+        gpukit.trace.tracing(toy)

@@ -282,10 +282,12 @@ def test_library_variant_uses_cupy_on_the_cuda_backend(monkeypatch):
     module._library_gemm(a, b, c_out := c.copy(), 2.0, 0.5, True, True)
     np.testing.assert_allclose(c_out, references.batched_gemm(a, b, c, alpha=2.0, beta=0.5,
                                                               trans_a=True, trans_b=True))
-    fake = types.SimpleNamespace(name="cuda", array_library="numba")
+    def fake(features: set[str]) -> types.SimpleNamespace:
+        return types.SimpleNamespace(name="cuda", supports_feature=features.__contains__)
+
     with pytest.raises(OpInputError, match="variant 'library' needs CuPy on a real GPU"):
-        module._check_library("gemm", fake)
-    module._check_library("gemm", types.SimpleNamespace(name="cuda", array_library="cupy"))
+        module._check_library("gemm", fake({"atomics"}))
+    module._check_library("gemm", fake({"cupy"}))
 
 
 # -- input errors ---------------------------------------------------------------------------------

@@ -105,7 +105,7 @@ def get_backend(name: str = "auto", **options: Any) -> Backend:
     else:
         backend = _make(key, options)
         if not backend.is_available:
-            reason = getattr(backend, "unavailable_reason", None) or "it is not available here"
+            reason = backend.unavailable_reason or "it is not available here"
             raise BackendUnavailableError(f"backend {key!r} cannot be used: {reason}")
         if not options:
             _INSTANCES[key] = backend
@@ -140,7 +140,7 @@ def available_backends() -> dict[str, str | None]:
                 continue
             backend = _INSTANCES.get(key) or _make(key, {})
             result[key] = None if backend.is_available else (
-                getattr(backend, "unavailable_reason", None) or "not available")
+                backend.unavailable_reason or "not available")
         except Exception as exc:  # noqa: BLE001 - availability checks never raise
             result[key] = f"{type(exc).__name__}: {exc}"
     return result

@@ -205,7 +205,7 @@ def read_capabilities(cuda: Any, device_id: int, cc: tuple[int, int], total_byte
             limits.max_grid_dim, limits.shared_mem_per_block,
             limits.shared_mem_per_block_optin, cc, 1, total_bytes,
             frozenset({"atomics", "shared_memory", "dynamic_shared_memory", "syncthreads",
-                       "float16", "simulator"}))
+                       "float16", "simulator"} | ({"cupy"} if cupy_usable() else set())))
     dev = cuda.list_devices()[device_id]
     features = {"atomics", "shared_memory", "dynamic_shared_memory", "syncthreads",
                 "warp_shuffle", "warp_vote", "streams", "events", "constant_memory"}
@@ -214,6 +214,8 @@ def read_capabilities(cuda: Any, device_id: int, cc: tuple[int, int], total_byte
                  if cc >= min_cc}
     if dev.COOPERATIVE_LAUNCH:
         features.add("cooperative_launch")
+    if cupy_usable():  # device arrays are CuPy's, and cuBLAS is there through it
+        features.add("cupy")
     return Capabilities(
         warp_size=dev.WARP_SIZE, max_threads_per_block=dev.MAX_THREADS_PER_BLOCK,
         max_block_dim=(dev.MAX_BLOCK_DIM_X, dev.MAX_BLOCK_DIM_Y, dev.MAX_BLOCK_DIM_Z),

@@ -15,10 +15,10 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ArgumentTypeError, InvalidArgumentError, TransferError
+from ..errors import ArgumentTypeError, TransferError
 from ..launches import LaunchRecord
 from ..occupancy import occupancy
-from ..utils import as_int
+from ..utils import as_choice, as_int
 from .validate import check_copy_target, check_host_array, normalize_dtype, normalize_shape
 
 _stream_ids = itertools.count(1)
@@ -118,9 +118,13 @@ def to_device_async(backend: Any, array: Any, stream: Any) -> Any:
     if not host.flags.c_contiguous:  # the device array is C-ordered
         host = np.ascontiguousarray(host)
     device = backend.allocate(host.shape, host.dtype)
-    with backend.device_scope():
-        _numba_view(backend, device, backend.device_kind_of(device, "to_device")).copy_to_device(
-            host, stream=stream)
+    try:
+        with backend.device_scope():
+            _numba_view(backend, device, backend.device_kind_of(device, "to_device")
+                        ).copy_to_device(host, stream=stream)
+    except BaseException:
+        backend.free(device)  # leave nothing allocated behind
+        raise
     return device
 
 
@@ -147,8 +151,7 @@ def to_host_async(backend: Any, array: Any, out: np.ndarray | None, stream: Any)
 def time_copies(backend: Any, direction: str, nbytes: int, pinned: bool,
                 repeat: int) -> tuple[str, list[float]]:
     """(kind, samples) of `repeat` event-timed copies of `nbytes` (Backend.time_copies)."""
-    if direction not in ("h2d", "d2h", "d2d"):
-        raise InvalidArgumentError(f"direction must be one of h2d, d2h, d2d, got {direction!r}")
+    as_choice("direction", direction, ("h2d", "d2h", "d2d"))
     nbytes, repeat = as_int("nbytes", nbytes, 1), as_int("repeat", repeat, 1)
     return event_kind(backend), timed_copy_ms(backend, direction, nbytes, bool(pinned), repeat)
 

@@ -8,8 +8,8 @@ defaults a backend overrides where it can do more: whether it is gpukit's simula
 (`is_simulated`) and of which device (`profile`), its launch and copy logs (`launches`,
 `transfers`), streams and events (`stream`, `stream_label`, `record_event`, `event_kind`), its
 modeled timeline (`timeline`), pinned host memory (`pinned_array`), timed copies
-(`time_copies`) and whether an array is its own (`owns`). So no module needs to look at a
-backend's private attributes. It holds no device logic of its own.
+(`time_copies`), whether an array is its own (`owns`) and why it cannot run
+(`unavailable_reason`). So no module needs to look at a backend's private attributes. It holds no device logic of its own.
 """
 
 from __future__ import annotations
@@ -139,6 +139,8 @@ class Backend(ABC):
     # The Timing kind of the time between two `record_event`s: "cuda-events" (GPU time),
     # "wall" (the host's clock) or "modeled" (a simulator's timeline).
     event_kind: str = "wall"
+    # Why `is_available` is False, in words a learner can act on (None when it is available).
+    unavailable_reason: str | None = None
 
     # -- the seed interface ------------------------------------------------------------------
     @property

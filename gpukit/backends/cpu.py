@@ -22,7 +22,6 @@ from ..devices import DeviceProfile, UnknownDeviceError, get_profile
 from ..errors import (
     ArgumentTypeError,
     HostMemoryError,
-    InvalidArgumentError,
     InvalidDeviceArrayError,
     TransferError,
     UnsupportedKernelError,
@@ -35,7 +34,7 @@ from ..sim.memory import DeviceArray, TransferRecord
 from ..sim.streams import SimStream, Timeline, TimelineEvent, TimelineMemory, is_pinned
 from ..sim.streams import pinned_array as sim_pinned_array
 from ..timing.model import COPY_DIRECTIONS, modeled_copy_ms
-from ..utils import as_int, c_strides, f_strides
+from ..utils import as_choice, as_int, c_strides, f_strides
 from ._cpu_launch import launch
 from .base import Backend, BackendStatus, Capabilities, MemoryInfo
 from .options import CHECKS, simulator_options
@@ -240,9 +239,7 @@ class CPUBackend(Backend):
                     repeat: int) -> tuple[str, list[float]]:
         """Wall-clock times of real copies through this backend (kind "wall": this CPU's
         memcpy, not PCIe), after one warm-up copy that takes the first-touch page faults."""
-        if direction not in COPY_DIRECTIONS:
-            raise InvalidArgumentError(f"direction must be one of {', '.join(COPY_DIRECTIONS)}, "
-                                       f"got {direction!r}")
+        as_choice("direction", direction, COPY_DIRECTIONS)
         nbytes, repeat = as_int("nbytes", nbytes, 1), as_int("repeat", repeat, 1)
         samples = [self._copy_ms(direction, nbytes, pinned) for _ in range(repeat + 1)]
         return "wall", samples[1:]

@@ -168,6 +168,11 @@ def simulator_options(*, checks: Any = True, schedule: Any = "ordered", seed: An
         None if use_numba is None else bool(use_numba))
 
 
+def _is_default(value: Any) -> bool:
+    """The per-launch watchdog_s "default": the backend's (kept for older notebooks)."""
+    return isinstance(value, str) and value == "default"
+
+
 @dataclass(frozen=True)
 class LaunchOptions:
     """One launch's options, checked; simulator defaults filled in from the backend's."""
@@ -215,6 +220,6 @@ def launch_options(options: Mapping[str, Any], defaults: SimulatorOptions | None
         schedule=(defaults.schedule if options.get("schedule") is None
                   else normalize_schedule(options["schedule"])),
         seed=defaults.seed if seed is None else seed,
-        watchdog_s=(normalize_watchdog(options["watchdog_s"])
-                    if options.get("watchdog_s", "default") != "default" else defaults.watchdog_s),
+        watchdog_s=(defaults.watchdog_s if _is_default(options.get("watchdog_s", "default"))
+                    else normalize_watchdog(options["watchdog_s"])),
         trace=Recorder.from_option(options.get("trace")))

@@ -241,13 +241,13 @@ def check(kernel: Any, exercise: str | ExerciseSpec, *, seed: int = 0, quiet: bo
     `seed`), with all simulator checks on, on a private simulated `device`. Returns a
     `CheckResult` (`.passed`, `.runs`, `.report`); prints the report unless `quiet`.
     """
-    spec = get_spec(exercise)
-    _validate_kernel(kernel, spec)
     if not isinstance(seed, (int, np.integer)) or isinstance(seed, bool) or seed < 0:
         raise ExerciseUsageError(f"seed must be an int >= 0, got {seed!r}")
     if not isinstance(quiet, bool):
         raise ExerciseUsageError(f"quiet must be True or False, got {quiet!r}")
-    backend = CPUBackend(device=device, checks=True, watchdog_s=watchdog_s)
+    backend = CPUBackend(device=device, checks=True, watchdog_s=watchdog_s)  # checks both
+    spec = get_spec(exercise)
+    _validate_kernel(kernel, spec)
     kernels = _Kernels(kernel, spec, backend)
     runs: list[RunResult] = []
     try:

@@ -34,6 +34,7 @@ from ..backends.arrays import (
 )
 from ..backends.base import Backend
 from ..errors import GpukitError, ImplicitTransferWarning, InvalidDeviceArrayError
+from ..launches import LaunchRecord
 from ..utils import ceil_div
 
 FLOAT_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
@@ -56,11 +57,11 @@ class Operand:
     host: bool  # a numpy array that still has to be copied to the device
 
 
-def resolve_backend(backend: Any) -> Backend:
+def resolve_backend(backend: Any, op: str) -> Backend:
     """`backend`, or the current backend (`gpukit.current_backend()`) when it is None."""
     backend = current_backend() if backend is None else backend
     if not isinstance(backend, Backend):
-        raise OpInputError(f"backend must be a gpukit backend (gpukit.get_backend()) or None, "
+        raise OpInputError(f"{op}: backend must be a gpukit backend (gpukit.get_backend()) or None, "
                            f"got {type(backend).__name__}")
     return backend
 
@@ -261,14 +262,12 @@ def launch(backend: Any, kernel: Callable, grid: Any, block: Any, *args: Any, op
            flops: int) -> Any:
     """Compile (cached by the backend) and launch `kernel`; tag its launch record.
 
-    Backends whose `launch_kernel` returns a record with an `extra` dict (the simulator's
-    LaunchRecord) get `extra["op"]` and `extra["flops"]`, the floating-point operations this
-    launch performs, for the timing model.
+    The launch declares `flops`, the floating-point operations it performs (the simulator's
+    timing model uses them); its `LaunchRecord` gets `extra["op"]` as well.
     """
     compiled = backend.compile_kernel(kernel)
     # flops go in with the launch so the modeled timeline already sees them
     record = backend.launch_kernel(compiled, grid, block, *args, flops=int(flops))
-    extra = getattr(record, "extra", None)
-    if isinstance(extra, dict):
-        extra["op"] = op
+    if isinstance(record, LaunchRecord):
+        record.extra["op"] = op
     return record

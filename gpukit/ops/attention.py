@@ -109,7 +109,7 @@ def attention(q: Any, k: Any, v: Any, scale: float | None = None, causal: bool =
     (batch, heads, seq_q, head_dim_v) device array.
     """
     op = "attention"
-    backend = resolve_backend(backend)
+    backend = resolve_backend(backend, op)
     causal = check_flag(op, "causal", causal)
     if scale is not None:
         scale = check_scalar(op, "scale", scale)

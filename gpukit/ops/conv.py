@@ -85,7 +85,7 @@ def conv2d_forward(x: Any, w: Any, stride: Any = (1, 1), padding: Any = (0, 0), 
     stride and padding are ints or (rows, cols) pairs; padding adds zeros on both sides.
     """
     op = "conv2d_forward"
-    backend = resolve_backend(backend)
+    backend = resolve_backend(backend, op)
     xo, wo = operand(backend, op, "x", x), operand(backend, op, "w", w)
     check_rank(op, xo, 4, "(batch, channels, height, width)")
     check_rank(op, wo, 4, "(filters, channels, rows, cols)")

@@ -109,7 +109,7 @@ def binary_elementwise(a, b, y, op, n):
 
 def unary(op: UnaryOp | str, x: Any, *, backend: Any = None) -> Any:
     """op(x) element by element; a new device array of x's shape and dtype on `backend`."""
-    backend = resolve_backend(backend)
+    backend = resolve_backend(backend, "unary")
     uop = parse_enum("unary", UnaryOp, op)
     xo = operand(backend, "unary", "x", x)
     check_nonempty("unary", xo)
@@ -124,7 +124,7 @@ def unary(op: UnaryOp | str, x: Any, *, backend: Any = None) -> Any:
 
 def binary(op: BinaryOp | str, a: Any, b: Any, *, backend: Any = None) -> Any:
     """a (op) b element by element for a and b of the same shape and dtype (no broadcasting)."""
-    backend = resolve_backend(backend)
+    backend = resolve_backend(backend, "binary")
     bop = parse_enum("binary", BinaryOp, op)
     ao, bo = operand(backend, "binary", "a", a), operand(backend, "binary", "b", b)
     if ao.shape != bo.shape:

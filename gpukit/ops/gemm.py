@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 from numba import cuda
 
+from ..backends.base import Backend
 from ._common import (
     Operand,
     OpInputError,
@@ -131,7 +132,7 @@ def batched_gemm(a: Any, b: Any, c: Any = None, *, alpha: float = 1.0, beta: flo
 
 def _gemm(op: str, ndim: int, a: Any, b: Any, c: Any, alpha: float, beta: float,
           trans_a: bool, trans_b: bool, variant: str, backend: Any) -> Any:
-    backend = resolve_backend(backend)
+    backend = resolve_backend(backend, op)
     check_variant(op, variant, VARIANTS)
     alpha, beta = check_scalar(op, "alpha", alpha), check_scalar(op, "beta", beta)
     trans_a, trans_b = check_flag(op, "trans_a", trans_a), check_flag(op, "trans_b", trans_b)
@@ -183,12 +184,12 @@ def _gemm(op: str, ndim: int, a: Any, b: Any, c: Any, alpha: float, beta: float,
         return c_dev
 
 
-def _check_library(op: str, backend: Any) -> None:
-    if getattr(backend, "name", None) != "cuda":
+def _check_library(op: str, backend: Backend) -> None:
+    if backend.name != "cuda":
         raise OpInputError(
             f"{op}: variant 'library' calls cuBLAS through CuPy and exists on the CUDA backend "
-            f"only; on {getattr(backend, 'name', 'this')!s} backend use 'naive' or 'tiled'")
-    if getattr(backend, "array_library", None) != "cupy":
+            f"only; on {backend.name} backend use 'naive' or 'tiled'")
+    if not backend.supports_feature("cupy"):
         raise OpInputError(
             f"{op}: variant 'library' needs CuPy on a real GPU, which is not usable here (the "
             "CUDA backend uses Numba device arrays); install gpukit[cuda] or use 'naive' or "

@@ -142,7 +142,7 @@ def reduce(op: ReduceOp | str, x: Any, axis: int | None = None, *, backend: Any 
     dtype, and lives on `backend` (default: the current backend). `op` may be a ReduceOp or its
     name ("sum"). One launch per pass: a second pass when a row is split over several blocks.
     """
-    backend = resolve_backend(backend)
+    backend = resolve_backend(backend, "reduce")
     rop = parse_enum("reduce", ReduceOp, op)
     xo = operand(backend, "reduce", "x", x)
     if not xo.shape:

@@ -399,7 +399,7 @@ class DeviceArray:
             np.empty(0, np.uint8), shape=self.shape, strides=self.strides, writeable=False)
         try:
             view = probe[key]
-        except IndexError as exc:
+        except (IndexError, OverflowError) as exc:
             raise DeviceIndexError(f"device array index {key!r}: {exc}") from None
         except (TypeError, ValueError) as exc:  # numpy's complaint about the key itself
             raise ArgumentTypeError(f"device array index {key!r}: {exc}") from None

@@ -19,8 +19,7 @@ from ..devices import (
     PINNED_COPY_EFFICIENCY,
     DeviceProfile,
 )
-from ..errors import InvalidArgumentError
-from ..utils import as_int, as_number
+from ..utils import as_choice, as_int, as_number
 
 __all__ = ["COPY_DIRECTIONS", "DEVICE_COPY_EFFICIENCY", "PAGEABLE_EFFICIENCY",
            "PINNED_EFFICIENCY", "KernelModel", "model_kernel", "model_launch", "modeled_copy_ms"]
@@ -80,9 +79,7 @@ def model_launch(profile: DeviceProfile, record: Any, flops: float | None = None
 
 def modeled_copy_ms(profile: DeviceProfile, direction: str, nbytes: int, pinned: bool) -> float:
     """A copy's modeled duration: link latency plus size over effective bandwidth."""
-    if direction not in COPY_DIRECTIONS:
-        raise InvalidArgumentError(f"direction must be one of {', '.join(COPY_DIRECTIONS)}, got "
-                                   f"{direction!r}")
+    as_choice("direction", direction, COPY_DIRECTIONS)
     nbytes = as_int("nbytes", nbytes)
     if direction == "d2d":
         return nbytes * 2 / (profile.memory_bandwidth_gb_s * DEVICE_COPY_EFFICIENCY * 1e9) * 1e3

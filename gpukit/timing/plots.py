@@ -42,7 +42,7 @@ def plot_timeline(events: Any, ax: Any = None, by: str = "stream", title: str | 
     if isinstance(events, Backend):
         events = events.timeline()
     events = _items(events, "timeline events (backend.timeline()) or a backend", _EVENT_FIELDS)
-    if by not in ("stream", "engine"):
+    if not isinstance(by, str) or by not in ("stream", "engine"):
         raise InvalidArgumentError(f"by must be 'stream' or 'engine', got {by!r}")
     if not events:
         raise InvalidArgumentError("no timeline events to plot: copy or launch something first "

@@ -143,7 +143,7 @@ def time_kernel(kernel: Any, grid: Any, block: Any, *args: Any, repeat: int | No
         repeat = 20 if be.event_kind == "cuda-events" else 3
     repeat, warmup = _check_counts(repeat, warmup)
     options: dict[str, Any] = {}
-    if dynamic_shared_bytes != 0:
+    if as_int("dynamic_shared_bytes", dynamic_shared_bytes, 0):  # the backend checks the limit
         options["dynamic_shared_bytes"] = dynamic_shared_bytes
     if stream is not None:
         options["stream"] = stream

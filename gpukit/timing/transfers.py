@@ -20,7 +20,7 @@ import numpy as np
 from ..backends import current_backend
 from ..backends.base import Backend
 from ..errors import ArgumentTypeError, InvalidArgumentError
-from ..utils import as_int
+from ..utils import as_choice, as_int
 from .model import COPY_DIRECTIONS, modeled_copy_ms
 
 __all__ = ["DEFAULT_SIZES", "DIRECTIONS", "MAX_REPEAT", "MAX_SWEEP_BYTES", "BandwidthRow", "bandwidth_sweep"]
@@ -55,9 +55,7 @@ def _row(size: int, ms: float, direction: str, pinned: bool | None, kind: str) -
 
 def _check(sizes: Any, direction: Any, pinned: Any, repeat: Any
            ) -> tuple[list[int], list[bool | None], int]:
-    if not isinstance(direction, str) or direction not in DIRECTIONS:
-        raise InvalidArgumentError(
-            f"direction must be one of {', '.join(DIRECTIONS)}, got {direction!r}")
+    as_choice("direction", direction, DIRECTIONS)
     if isinstance(sizes, (str, bytes)) or not isinstance(sizes, Iterable):
         raise ArgumentTypeError(f"sizes must be positive ints of bytes, got {sizes!r}")
     sizes = list(sizes)

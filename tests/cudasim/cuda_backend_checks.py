@@ -22,6 +22,7 @@ from gpukit.errors import (
     OptionTypeError,
     TransferError,
 )
+from gpukit.launches import LaunchRecord
 
 if os.environ.get("NUMBA_ENABLE_CUDASIM") != "1":
     pytest.skip("runs only under NUMBA_ENABLE_CUDASIM=1 (tests/test_cuda_backend.py runs it so)",
@@ -367,3 +368,26 @@ def test_unknown_launch_option_raises(backend):
                                               "backend accepts stream, dynamic_shared_bytes and "
                                               "flops$"):
         backend.launch_kernel(vadd, 1, 32, np.ones(3), np.ones(3), np.ones(3), shared=1)
+
+
+def test_big_endian_host_arrays_convert_or_are_refused(backend):
+    host = np.arange(4, dtype=">f4")
+    device = backend.to_device(host)
+    np.testing.assert_array_equal(backend.to_host(device), np.arange(4, dtype=np.float32))
+    out = np.zeros(4, ">f4")
+    assert backend.to_host(device, out=out) is out
+    np.testing.assert_array_equal(out, np.arange(4))
+    with pytest.raises(TransferError, match="^kernel 'vadd' argument 0 is a >f4 array in "
+                                            "non-native byte order"):
+        backend.launch_kernel(vadd, 1, 32, host, host, np.zeros(4, np.float32))
+    np.testing.assert_array_equal(host, np.arange(4))  # untouched: nothing ran
+
+
+def test_launches_are_logged_as_common_launch_records(backend):
+    x, y = _inputs(64)
+    record = backend.launch_kernel(vadd, 1, 64, x, y, np.zeros(64, np.float32), flops=64)
+    assert isinstance(record, LaunchRecord) and backend.launches == [record]
+    assert (record.kernel, record.grid, record.block, record.stream, record.backend,
+            record.extra["flops"]) == ("vadd", (1, 1, 1), (64, 1, 1), 0, "cuda", 64)
+    assert (record.wall_ms, record.stats, record.occupancy) == (None, None, None)
+    assert backend.is_simulated is False and backend.event_kind == "wall"
