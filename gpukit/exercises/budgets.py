@@ -1,11 +1,9 @@
 """Counting what each thread and block of a launch does, and judging it against a `Budget`.
 
-`AccessCounter` is a light trace recorder for `CPUBackend.launch_kernel(..., trace=...)`: the
-simulator calls its `record` on every array access (and `finish` at the end), and it keeps
+`AccessCounter` reads the execution trace of a checked launch (`gpukit.trace.Trace`) and keeps
 per-thread counts of distinct global elements read and written and per-block counts of global
-atomics, without storing the events as `gpukit.trace` does. It counts elements, not bytes or
-sectors, and does not look at shared or local memory (shared memory use comes from
-`LaunchRecord.stats`).
+atomics. It counts elements, not bytes or sectors, and does not look at shared or local memory
+(shared memory use comes from `LaunchRecord.stats`).
 """
 
 from __future__ import annotations
@@ -24,50 +22,35 @@ BUDGET_TEXTS = {
     "min_shared_bytes": "shared memory per block (bytes, at least)",
     "max_shared_bytes": "shared memory per block (bytes, at most)",
 }
+_GLOBAL = ("global", "const")
 
 
 class AccessCounter:
-    """Per-thread global reads/writes and per-block global atomics of one launch.
+    """Per-thread global reads/writes and per-block global atomics of one traced launch.
 
     Reads and writes count distinct elements per thread (a compiler keeps `a[i] * a[i]` in one
     register); atomics count operations.
     """
 
-    def __init__(self, case: Case):
+    def __init__(self, case: Case, trace: Any):
         self.tpb = int(np.prod(case.block))
         self.threads = case.threads
-        self._arrays: dict[int, int] = {}
-        self._touches: dict[str, list[np.ndarray]] = {"read": [], "write": []}
-        self.atomics = np.zeros(self.threads, np.int64)
-        self._counts: dict[str, np.ndarray] = {}
-
-    def record(self, group: Any, array: Any, kind: str, lanes: Any, flat: Any,
-               site: int) -> None:
-        if array.kind not in ("global", "const"):
-            return
-        tids = group.gtid if lanes is None else group.gtid[lanes]
-        if kind == "atomic":
-            self.atomics += np.bincount(tids, minlength=self.threads)
-            return
-        which = self._arrays.setdefault(id(array.buf), len(self._arrays))
-        rows = np.empty((len(tids), 3), np.int64)
-        rows[:, 0], rows[:, 1], rows[:, 2] = tids, which, flat
-        self._touches[kind].append(rows)
-        self._counts.pop(kind, None)
-
-    def finish(self, record: Any) -> AccessCounter:
-        """Called by the simulator when the launch ends; the counter is its own result."""
-        return self
+        col = trace.columns
+        spaces = np.array([a.space in _GLOBAL for a in trace.arrays] or [False])
+        is_global = spaces[col["array"]] if len(col["array"]) else np.zeros(0, bool)
+        kind = col["kind"]
+        thread = col["thread"]
+        self.atomics = np.bincount(thread[is_global & (kind == 2)], minlength=self.threads)
+        self._rows = {k: np.stack([thread[sel], col["array"][sel], col["element"][sel]], axis=1)
+                      for k, sel in (("read", is_global & (kind == 0)),
+                                     ("write", is_global & (kind == 1)))}
 
     def _distinct(self, kind: str) -> np.ndarray:
-        if kind not in self._counts:
-            parts = self._touches[kind]
-            counts = np.zeros(self.threads, np.int64)
-            if parts:
-                rows = np.unique(np.concatenate(parts), axis=0)
-                counts = np.bincount(rows[:, 0], minlength=self.threads)
-            self._counts[kind] = counts
-        return self._counts[kind]
+        rows = self._rows[kind]
+        if not len(rows):
+            return np.zeros(self.threads, np.int64)
+        rows = np.unique(rows, axis=0)
+        return np.bincount(rows[:, 0], minlength=self.threads)
 
     @property
     def reads(self) -> np.ndarray:

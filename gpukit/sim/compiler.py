@@ -259,39 +259,40 @@ def _function_source(name: str, params: list[str], body: list[ast.stmt]) -> str:
 
 
 def driver_source(params: list[str], generator: bool, nslots: int) -> str:
-    """The function that runs a launch: every block, every thread."""
+    """The function that runs a launch: every block, every thread. Its own names all start
+    with _g_, so that no kernel parameter is shadowed."""
     args = ", ".join(params)
     call = f"{P}kernel({CTX}, {P}D{', ' if params else ''}{args})"
     lines = [f"def {P}drive({CTX}{', ' if params else ''}{args}):"]
     descs = ", ".join(f"{P}desc({CTX}, {k})" for k in range(nslots))
     lines.append(f"    {P}D = ({descs},)")
-    lines.append(f"    tpb = {CTX}[{L.TPB}]")
+    lines.append(f"    _g_tpb = {CTX}[{L.TPB}]")
     if not generator:
-        lines += [f"    for run in range({CTX}[{L.NBLOCKS}]):",
-                  f"        {P}begin_block({CTX}, run)",
-                  "        for k in range(tpb):",
-                  f"            {P}begin_thread({CTX}, {P}thread_at({CTX}, k))",
+        lines += [f"    for _g_run in range({CTX}[{L.NBLOCKS}]):",
+                  f"        {P}begin_block({CTX}, _g_run)",
+                  "        for _g_k in range(_g_tpb):",
+                  f"            {P}begin_thread({CTX}, {P}thread_at({CTX}, _g_k))",
                   f"            {call}",
                   f"    {P}end_launch({CTX})",
                   "    return 0"]
         return "\n".join(lines)
-    lines += [f"    proto = {call}",
-              f"    size = {P}gen_sizeof(proto)",
-              f"    if tpb * size > {CTX}[{L.GENBUF_BYTES}]:",
-              "        return tpb * size  # the host makes the buffer this big and calls again",
-              f"    base = {CTX}[{L.GENBUF}]",
-              f"    for run in range({CTX}[{L.NBLOCKS}]):",
-              f"        {P}begin_block({CTX}, run)",
+    lines += [f"    _g_proto = {call}",
+              f"    _g_size = {P}gen_sizeof(_g_proto)",
+              f"    if _g_tpb * _g_size > {CTX}[{L.GENBUF_BYTES}]:",
+              "        return _g_tpb * _g_size  # the host makes the buffer this big and calls again",
+              f"    _g_base = {CTX}[{L.GENBUF}]",
+              f"    for _g_run in range({CTX}[{L.NBLOCKS}]):",
+              f"        {P}begin_block({CTX}, _g_run)",
               f"        {P}begin_generators({CTX})",
-              "        for lt in range(tpb):",
-              f"            {P}gen_put(base + lt * size, {call})",
+              "        for _g_lt in range(_g_tpb):",
+              f"            {P}gen_put(_g_base + _g_lt * _g_size, {call})",
               "        while True:",
-              "            for k in range(tpb):",
-              f"                lt = {P}thread_at({CTX}, k)",
-              f"                if {P}runnable({CTX}, lt):",
-              f"                    {P}restore_thread({CTX}, lt)",
-              f"                    code = {P}gen_resume(base + lt * size, proto)",
-              f"                    {P}save_thread({CTX}, code)",
+              "            for _g_k in range(_g_tpb):",
+              f"                _g_lt = {P}thread_at({CTX}, _g_k)",
+              f"                if {P}runnable({CTX}, _g_lt):",
+              f"                    {P}restore_thread({CTX}, _g_lt)",
+              f"                    _g_code = {P}gen_resume(_g_base + _g_lt * _g_size, _g_proto)",
+              f"                    {P}save_thread({CTX}, _g_code)",
               f"                    {CTX}[{L.GEN_RESUMES}] += 1",
               f"            if {P}resolve({CTX}) == 0:",
               "                break",

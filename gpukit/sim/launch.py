@@ -67,6 +67,8 @@ class SlotInfo:
     shape: tuple[int, ...]
     dtype: np.dtype
     array: Any = None  # the DeviceArray of an argument (its view of the allocation)
+    decls: tuple = ()  # local memory: the kernel's local arrays (offset, bytes, label, ...)
+    stride: int = 0  # local memory: bytes between two threads' frames
 
 
 class Workspace:
@@ -147,6 +149,24 @@ def run(kernel: SimKernel, memory: DeviceMemory, workspace: Workspace, args: tup
     c = np.zeros(header + nsites * L.SITE_FIELDS, np.int64)
     keep: list[Any] = []  # everything the context points at stays alive until the end
     infos: list[Any] = [None] * nslots
+    fresh = [a.allocation for a in args if isinstance(a, DeviceArray) and not a.is_freed
+             and not a.allocation.has_race_records]
+    try:
+        return _run(kernel, memory, workspace, args, grid, block, dynamic_shared_bytes, checks,
+                    schedule, seed, watchdog_s, trace_capacity, c, keep, infos, nslots, nsites,
+                    header, tpb, nblocks)
+    except BaseException:  # race records this launch made go with it; older ones stay
+        for alloc in fresh:
+            if not alloc.freed:
+                alloc.drop_race_records()
+        raise
+
+
+def _run(kernel: SimKernel, memory: DeviceMemory, workspace: Workspace, args: tuple,
+         grid: tuple[int, int, int], block: tuple[int, int, int], dynamic_shared_bytes: int,
+         checks: dict[str, bool], schedule: str, seed: int | None, watchdog_s: float | None,
+         trace_capacity: int, c: np.ndarray, keep: list, infos: list, nslots: int, nsites: int,
+         header: int, tpb: int, nblocks: int) -> LaunchResult:
     values = _bind(kernel, memory, args, checks, c, keep, infos)
     flags = sum(bit for name, bit in L.CHECK_NAMES.items() if checks.get(name, True))
     c[L.CHECKS] = flags
@@ -348,7 +368,8 @@ def _local(kernel: SimKernel, ws: Workspace, c: np.ndarray, tpb: int, infos: lis
     c[s + L.S_SHIFT], c[s + L.S_ITEMSIZE] = 0, 1
     c[s + L.S_INIT], c[s + L.S_INIT_KIND] = init.ctypes.data, L.INIT_BYTE
     c[s + L.S_SPACE], c[s + L.S_WRITABLE], c[s + L.S_ELEMS] = L.SPACE_LOCAL, 1, per_thread
-    infos[k] = SlotInfo("local", "local", (per_thread,), np.dtype(np.uint8))
+    infos[k] = SlotInfo("local", "local", (per_thread,), np.dtype(np.uint8),
+                        decls=tuple(kernel.local_decls), stride=int(c[L.LOCAL_STRIDE]))
 
 
 def _renumber(memory: DeviceMemory, workspace: Workspace) -> None:

@@ -111,6 +111,17 @@ class Allocation:
             self._readers = np.zeros(self.count, np.uint64)
         return self._writers, self._readers
 
+    def drop_race_records(self) -> None:
+        """Give the race records' host memory back (a launch that made them failed)."""
+        for records in (self._writers, self._readers):
+            if records is not None:
+                self.memory.host_budget.give_back(self.count * 8)
+        self._writers = self._readers = None
+
+    @property
+    def has_race_records(self) -> bool:
+        return self._writers is not None
+
     def clear_race_records(self) -> None:
         for records in (self._writers, self._readers):
             if records is not None:

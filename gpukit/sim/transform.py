@@ -351,15 +351,15 @@ class UnitRewriter:
             if tracked:
                 out.append(_assign(self.dname(target.id), defined))
             return out
-        if isinstance(target, ast.Subscript):
-            site = self.site(target, "write", label=_root_name(target))
+        if isinstance(target, ast.Subscript):  # the value first: its sites come first
             val = value if value_is_tmp else self.used(value, L.UNDEF_STORE, target)
+            site = self.site(target, "write", label=_root_name(target))
             return [ast.Expr(_call(P + "st", _name(CTX), self.expr(target.value),
                                    self.index(target), val,
                                    *self.access(site, target.value)))]
         if isinstance(target, ast.Attribute):
-            site = self.site(target, "write", label=_root_name(target))
             val = value if value_is_tmp else self.used(value, L.UNDEF_STORE, target)
+            site = self.site(target, "write", label=_root_name(target))
             return [ast.Expr(_call(P + "setattr", _name(CTX), self.expr(target.value),
                                    _const(target.attr), val, _const(site)))]
         if isinstance(target, (ast.Tuple, ast.List)):

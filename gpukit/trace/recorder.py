@@ -168,14 +168,19 @@ class Recorder:
         the slot, kind, phase, execution number) and its slot descriptions."""
         events = np.asarray(events, np.int64).reshape(-1, 7)
         thread, site, slot, elem, kind, phase, seq = (events[:, k] for k in range(7))
+        tpb = int(np.prod(block))
         arrays: list[ArrayInfo] = []
         number = np.zeros(len(events), np.int32)
         element = np.zeros(len(events), np.int64)
         address = np.zeros(len(events), np.int64)
+        groups = []  # (selection, label, space, shape, dtype, element, address)
         for k in np.unique(slot):
             sel = slot == k
             info = slots[int(k)]
             e = elem[sel]
+            if info.space == "local":
+                groups += _local_groups(info, sel, e, thread % tpb)
+                continue
             if info.space == "global" and info.array is not None:
                 arr = info.array
                 size = arr.itemsize
@@ -189,15 +194,18 @@ class Recorder:
                 element[sel] = e
                 address[sel] = e * info.dtype.itemsize
                 shape, dtype = tuple(info.shape), np.dtype(info.dtype)
-            else:  # byte-tracked memory (local, dynamic shared)
+            else:  # byte-tracked memory (dynamic shared)
                 element[sel] = e
                 address[sel] = e
                 shape, dtype = (max(int(e.max()) + 1, 1),), np.dtype(np.uint8)
-            number[sel] = len(arrays)
-            arrays.append(ArrayInfo(info.label, info.space, shape, dtype))
-        tpb = int(np.prod(block))
+            groups.append((sel, info.label, info.space, shape, dtype, element[sel], address[sel]))
+        firsts = [int(np.argmax(g[0])) for g in groups]
+        for order in np.argsort(firsts, kind="stable"):  # arrays in the order they were touched
+            sel, label, space, shape, dtype, el, ad = groups[order]
+            number[sel], element[sel], address[sel] = len(arrays), el, ad
+            arrays.append(ArrayInfo(label, space, shape, dtype))
         warp = (thread // tpb) * -(-tpb // 32) + (thread % tpb) // 32
-        key = np.stack([warp, site, seq], axis=1)
+        key = np.stack([site, seq, warp], axis=1)  # a site's k-th execution, warp by warp
         _, call = np.unique(key, axis=0, return_inverse=True) if len(key) else (None,
                                                                                np.zeros(0, int))
         columns = {
@@ -216,6 +224,30 @@ class Recorder:
             raise TraceError("this recorder has recorded no launch; pass it as "
                              "launch_kernel(..., trace=recorder) and call finish() after")
         return self._trace
+
+
+def _local_groups(info: Any, sel: np.ndarray, byte: np.ndarray, lt: np.ndarray) -> list:
+    """Local-memory events split by the kernel's local array declarations (bytes of a thread's
+    frame that no declaration covers belong to device functions: one "local" array)."""
+    offset = byte - lt[sel] * info.stride
+    groups, claimed = [], np.zeros(len(byte), bool)
+    for decl in info.decls:
+        mine = (offset >= decl.offset) & (offset < decl.offset + decl.nbytes)
+        if not mine.any():
+            continue
+        claimed |= mine
+        which = sel.copy()
+        which[sel] = mine
+        element = (offset[mine] - decl.offset) // decl.dtype.itemsize
+        groups.append((which, decl.label, "local", tuple(decl.shape), np.dtype(decl.dtype),
+                       element, offset[mine] - decl.offset))
+    if not claimed.all():
+        which = sel.copy()
+        which[sel] = ~claimed
+        rest = offset[~claimed]
+        groups.append((which, "local", "local", (max(int(rest.max()) + 1, 1),),
+                       np.dtype(np.uint8), rest, rest))
+    return groups
 
 
 def _cat(parts: list[np.ndarray], dtype: Any) -> np.ndarray:
