@@ -26,9 +26,8 @@ from numba import cuda, float32, int32
 from gpukit.errors import (
     BarrierError,
     KernelArithmeticError,
-    KernelError,
-    KernelTypingError,
     KernelTimeoutError,
+    KernelTypingError,
     LaunchConfigError,
     OutOfBoundsError,
     RaceConditionError,

@@ -408,8 +408,8 @@ def test_a_lambda_on_a_continuation_line_is_refused_as_a_kernel():
                lambda a:
                None]
     with pytest.raises(UnsupportedKernelError, match=re.escape(
-            "kernel '<lambda>': its source cannot be read on its own (invalid syntax); the "
-            "simulator needs kernels defined with def in a file or a notebook cell")):
+            "kernel '<lambda>' is a lambda; write kernels and device functions with def "
+            "(numba-cuda compiles lambdas only as device functions of other kernels)")):
         BE.compile_kernel(kernels[1])
 
 

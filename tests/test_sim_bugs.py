@@ -16,8 +16,8 @@ from gpukit.backends.cpu import CPUBackend
 from gpukit.errors import (
     ImplicitTransferWarning,
     KernelError,
-    KernelTypingError,
     KernelTimeoutError,
+    KernelTypingError,
     LaunchConfigError,
     OutOfBoundsError,
     RaceConditionError,

@@ -58,7 +58,7 @@ def test_shape_errors_are_gpukit_value_and_type_errors():
 @pytest.mark.parametrize(("dtype", "expected"), [
     ("float32", "float32"), ("f4", "float32"), (np.float16, "float16"), (float, "float64"),
     (int, "int64"), (bool, "bool"), (complex, "complex128"), (">f8", "float64"),
-    (np.dtype("<u2"), "uint16"),
+    (np.dtype("<u2"), "uint16"), ([("x", "f8"), ("n", "i4", (2,))], [("x", "f8"), ("n", "i4", (2,))]),
 ])
 def test_normalize_dtype(dtype, expected):
     result = normalize_dtype(dtype)
@@ -80,7 +80,8 @@ def test_supported_dtypes_are_bool_and_numeric():
              r"numeric data only; accepted dtypes: ")),
     ("U3", r"^unsupported dtype 'U3' \(<U3\)"),
     ("M8[s]", r"^unsupported dtype 'M8\[s\]' \(datetime64\[s\]\)"),
-    ([("x", "f4")], r"^unsupported dtype \[\('x', 'f4'\)\]"),
+    ([("x", "f4"), ("name", "U3")], r"^unsupported dtype \[\('x', 'f4'\), \('name', 'U3'\)\]"),
+    ([("x", ">f4")], r"^unsupported dtype \[\('x', '>f4'\)\]"),
 ])
 def test_normalize_dtype_errors(dtype, message):
     with pytest.raises(UnsupportedDtypeError, match=message):

@@ -9,14 +9,13 @@ reports, placing the kernel on the modeled timeline. Nothing here simulates.
 
 from __future__ import annotations
 
+import sys
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-
-import sys
-import warnings
 
 from ..devices import STATIC_SHARED_MEM_PER_BLOCK as STATIC_SHARED_LIMIT_BYTES
 from ..errors import ArgumentTypeError, ImplicitTransferWarning, LaunchConfigError
@@ -25,8 +24,8 @@ from ..occupancy.resources import theoretical_occupancy
 from ..sim.launch import run
 from ..sim.memory import DeviceArray
 from ..sim.report import TraceCapacityError
-from ._cpu_kernel import CPUKernel
 from ..timing.model import model_launch
+from ._cpu_kernel import CPUKernel
 from .options import LaunchOptions, launch_options
 from .validate import check_dynamic_shared_bytes, check_launch, normalize_dim3, normalize_dtype
 
@@ -170,6 +169,12 @@ def _check_arguments(kernel: CPUKernel, args: tuple) -> None:
         raise ArgumentTypeError(f"kernel '{kernel.name}' takes {len(names)} arguments "
                                 f"({', '.join(names)}), got {len(args)}")
     for name, arg in zip(names, args):
+        for value in arg if isinstance(arg, tuple) else (arg,):
+            if isinstance(value, int) and not -(1 << 63) <= value < (1 << 64):
+                raise ArgumentTypeError(
+                    f"argument '{name}' of kernel '{kernel.name}' holds the integer {value}, "
+                    "which no 64-bit integer type holds (Numba types kernel arguments as int64 "
+                    "or uint64)")
         if isinstance(arg, (DeviceArray, np.ndarray)) or _is_scalar(arg) or (
                 isinstance(arg, tuple) and all(map(_is_scalar, arg))):
             continue

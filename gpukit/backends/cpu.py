@@ -29,12 +29,12 @@ from ..errors import (
 from ..launches import LaunchRecord
 from ..sim.kernel import SimKernel, python_function
 from ..sim.launch import Workspace
-from ._cpu_kernel import CPUKernel
 from ..sim.memory import DeviceArray, TransferRecord
 from ..sim.streams import SimStream, Timeline, TimelineEvent, TimelineMemory, is_pinned
 from ..sim.streams import pinned_array as sim_pinned_array
 from ..timing.model import COPY_DIRECTIONS, modeled_copy_ms
 from ..utils import as_choice, as_int, c_strides, f_strides
+from ._cpu_kernel import CPUKernel
 from ._cpu_launch import launch
 from .base import Backend, BackendStatus, Capabilities, MemoryInfo
 from .options import CHECKS, simulator_options
@@ -275,8 +275,9 @@ class CPUBackend(Backend):
             py_func = python_function(func)
         except TypeError as exc:
             raise ArgumentTypeError(str(exc)) from None
-        kernel = self._kernels.get(py_func)
-        if kernel is None or signature is not None:
+        key = (py_func, None if signature is None else str(signature))  # eager and lazy differ
+        kernel = self._kernels.get(key)
+        if kernel is None:
             try:
                 kernel = CPUKernel(SimKernel(py_func, signature), self, signature)
             except SyntaxError as exc:  # source that parses only in context (a lambda, ...)
@@ -285,7 +286,7 @@ class CPUBackend(Backend):
                     f"kernel '{name}': its source cannot be read on its own ({exc.msg}); the "
                     "simulator needs kernels defined with def in a file or a notebook cell",
                     kernel=name) from None
-            self._kernels[py_func] = kernel
+            self._kernels[key] = kernel
         return kernel
 
     def launch_kernel(self, kernel: Any, grid: Any, block: Any, *args: Any,

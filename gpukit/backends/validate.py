@@ -105,9 +105,10 @@ def check_array_size(shape: tuple[int, ...], dtype: np.dtype, *,
 def normalize_dtype(dtype: Any) -> np.dtype:
     """`dtype` as a native-byte-order numpy dtype, if it is bool or numeric.
 
-    Accepts what numpy accepts ("float32", "f4", np.float32, float, np.dtype(...)). Anything else
-    (object, strings, datetimes, structured dtypes, None, unknown names) raises
-    `UnsupportedDtypeError` naming the dtype and listing the accepted ones.
+    Accepts what numpy accepts ("float32", "f4", np.float32, float, np.dtype(...)), and records
+    (structured dtypes) whose fields are all bool or numeric in native byte order. Anything
+    else (object, strings, datetimes, None, unknown names) raises `UnsupportedDtypeError` naming
+    the dtype and listing the accepted ones.
     """
     if dtype is None:
         raise UnsupportedDtypeError(
@@ -117,12 +118,28 @@ def normalize_dtype(dtype: Any) -> np.dtype:
     except Exception:  # noqa: BLE001 - numpy raises TypeError, ValueError, OverflowError, ...
         raise UnsupportedDtypeError(
             f"unknown dtype {dtype!r}; accepted dtypes: {_SUPPORTED_NAMES}") from None
+    if resolved.names is not None and _numeric_record(resolved):
+        return resolved  # a record (numba-cuda reads fields as p.x and p["x"]): kept as laid out
     native = resolved.newbyteorder("=") if resolved.byteorder not in "=|" else resolved
     if native not in SUPPORTED_DTYPES:
         raise UnsupportedDtypeError(
             f"unsupported dtype {dtype!r} ({resolved}): device arrays hold bool and numeric data "
             f"only; accepted dtypes: {_SUPPORTED_NAMES}")
     return np.dtype(native.name)
+
+
+def _numeric_record(dtype: np.dtype) -> bool:
+    """Whether every field of a structured dtype (nested and sub-array fields included) is a
+    supported scalar in native byte order."""
+    for name in dtype.names:
+        field = dtype.fields[name][0]
+        base = field.base if field.subdtype is not None else field
+        if base.names is not None:
+            if not _numeric_record(base):
+                return False
+        elif base not in SUPPORTED_DTYPES or not base.isnative:
+            return False
+    return True
 
 
 def check_host_array(array: Any, *, operation: str = "to_device") -> np.ndarray:

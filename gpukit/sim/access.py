@@ -32,10 +32,10 @@ from . import layout as L
 from .lowlevel import (
     addr_of,
     load_at,
-    store_at,
     load_u8,
     load_u64,
     record_addr,
+    store_at,
     store_u8,
     store_u64,
     trap,
@@ -118,6 +118,8 @@ def warp_ordered(c, stamp, other_lt):
     me = c[L.LT]
     if me // 32 != other_lt // 32:
         return False
+    if np.int64(load_u64(c[L.XCH] + L.XCH_FULL + (me // 32) * 8)) > stamp:
+        return True  # a whole-warp syncwarp (every live lane took part) since
     both = (np.int64(1) << (me % 32)) | (np.int64(1) << (other_lt % 32))
     log = c[L.XCH]  # the warp-event log lives at the start of the exchange area
     for k in range(c[L.WARP_EVENTS]):
@@ -199,9 +201,8 @@ def _check_writer(c, site, slot, wrec, e, lo, kind):
         return
     if kind == 2 and (w & _ATOMIC):
         return
-    if c[L.WARP_EVENTS] > 0 or c[L.XCH] != 0:
-        if warp_ordered(c, ws, w & _LT_MASK):
-            return
+    if c[L.XCH] != 0 and warp_ordered(c, ws, w & _LT_MASK):
+        return
     _conflict(c, site, slot, e, w, kind != 0, True)
 
 
@@ -235,9 +236,8 @@ def _check_readers(c, site, slot, rrec, e, lo):
         return
     if (r & _LT_MASK) == c[L.LT] and not (r & _MULTI):
         return
-    if not (r & _MULTI) and (c[L.WARP_EVENTS] > 0 or c[L.XCH] != 0):
-        if warp_ordered(c, rs, r & _LT_MASK):
-            return
+    if not (r & _MULTI) and c[L.XCH] != 0 and warp_ordered(c, rs, r & _LT_MASK):
+        return
     _conflict(c, site, slot, e, r, True, False)
 
 
@@ -407,13 +407,13 @@ def _element_source(ndim: int, store: bool, tuple_index: bool, direct: bool) -> 
         if direct:
             lines += ["    old = load_at(addr, obj)",
                       "    store_at(addr, value, obj)",
-                      "    touch(c, site, d, addr, obj.itemsize, KIND_WRITE, "
-                      "same_bits(old, load_at(addr, obj)))"]
+                      ("    touch(c, site, d, addr, obj.itemsize, KIND_WRITE, "
+                       "same_bits(old, load_at(addr, obj)))")]
         else:
             lines += [f"    old = obj[{index}]",
                       f"    obj[{index}] = value",
-                      f"    touch(c, site, d, addr, obj.itemsize, KIND_WRITE, "
-                      f"same_bits(old, obj[{index}]))"]
+                      (f"    touch(c, site, d, addr, obj.itemsize, KIND_WRITE, "
+                       f"same_bits(old, obj[{index}]))")]
     else:
         lines.append("    touch(c, site, d, addr, obj.itemsize, KIND_READ, False)")
         lines.append("    return load_at(addr, obj)" if direct else f"    return obj[{index}]")
@@ -447,7 +447,7 @@ def same_bits(old, new):
 @overload(same_bits, jit_options={'forceinline': True})
 def _ol_same_bits(old, new):
     if isinstance(old, types.Float):
-        return lambda old, new: old == new or (old != old and new != new)
+        return lambda old, new: old == new or (np.isnan(old) and np.isnan(new))
     if isinstance(old, (types.Integer, types.Boolean, types.Complex)):
         return lambda old, new: old == new
     return lambda old, new: False
@@ -459,10 +459,17 @@ def _ol_ld(c, obj, idx, site, d, n):
         n = _full_index(idx)
         if n == obj.ndim:
             return _impl_for(n, False, isinstance(idx, types.BaseTuple), _direct(obj))
-        return lambda c, obj, idx, site, d, n: view(c, obj, idx, site)
+        return None  # a view: the overload below
     if isinstance(obj, types.Record) and isinstance(idx, types.StringLiteral):
         return _field_load(obj, idx.literal_value)
     return lambda c, obj, idx, site, d, n: obj[idx]
+
+
+@overload(ld, jit_options={'forceinline': True, '_nrt': True})  # it returns a new array
+def _ol_ld_view(c, obj, idx, site, d, n):
+    if isinstance(obj, types.Array) and _full_index(idx) < obj.ndim:
+        return lambda c, obj, idx, site, d, n: view(c, obj, idx, site)
+    return None
 
 
 @overload(st, jit_options={'forceinline': True})

@@ -13,22 +13,19 @@ from __future__ import annotations
 
 import ast
 import contextlib
-import copy
 import itertools
 import types as pytypes
 from typing import Any
 
-import numba
 import numpy as np
 
-from ..errors import KernelTypingError, UnsupportedKernelError
-from . import access, atomics, intrinsics, layout, lowlevel, runtime, sync
+from ..errors import KernelTypingError
+from . import access, atomics, intrinsics, lowlevel, names, runtime, sync
 from . import layout as L
-from . import names
 from .transform import (
     CTX,
-    P,
     Build,
+    P,
     SlotSpec,
     Unit,
     UnitRewriter,
@@ -367,6 +364,7 @@ def _line_naming(func: pytypes.FunctionType, text: str) -> int | None:
     """Where the kernel uses what numba-cuda's message names (when it gives no line): an
     undefined name, a function it found no implementation of, an unknown attribute."""
     import re
+
     from .source import read_function
     patterns = (r"name '(\w+)' is not defined", r"Function\(<[\w\- ]*?(\w+)>\)",
                 r"Function\(<function (\w+)", r"Unknown attribute '(\w+)'",
@@ -400,10 +398,12 @@ def _device_for_typing():
     real = dispatcher.get_current_device
     try:
         real()
+        present = True
+    except Exception:  # noqa: BLE001 - no driver or no device: type as for a CC 7.5 GPU
+        present = False  # (the result is the same for every CC numba-cuda supports)
+    if present:
         yield
         return
-    except Exception:  # no driver or no device: type as for a CC 7.5 GPU (the result is the
-        pass           # same for every CC numba-cuda supports)
     dispatcher.get_current_device = _TypingDevice
     try:
         yield

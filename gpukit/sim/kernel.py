@@ -36,6 +36,7 @@ class SimKernel:
         self.py_func = python_function(func)
         self.name = self.py_func.__name__
         self.signature = signature
+        self.argtypes = eager_argtypes(signature)  # an eager signature's types, or None
         code = self.py_func.__code__
         self.param_names = code.co_varnames[:code.co_argcount]
         builder = KernelBuilder(self.py_func)
@@ -75,6 +76,20 @@ class SimKernel:
 
     def __repr__(self) -> str:
         return f"<gpukit simulator kernel '{self.name}'>"
+
+
+def eager_argtypes(signature: Any) -> tuple | None:
+    """The argument types of an eager signature ("void(float32[:], int32)" or a Numba
+    signature), or None for anything else (a lazy kernel)."""
+    from numba.core import sigutils, types
+
+    if isinstance(signature, str) or type(signature).__name__ == "Signature":
+        args, ret = sigutils.normalize_signature(signature)
+        if ret not in (None, types.none):
+            raise UnsupportedKernelError(f"a kernel returns nothing: its signature must be "
+                                         f"void(...), not {signature!r}")
+        return tuple(args)
+    return None
 
 
 def _call_depth(unit: Unit, active: tuple) -> int:
@@ -163,9 +178,7 @@ def _is_element_or_attr(value: ast.expr, name: str) -> bool:
     feeds arithmetic (not a bare alias or view assigned whole)."""
     if isinstance(value, ast.Name) and value.id == name:
         return False
-    if isinstance(value, ast.Subscript) and _root(value) == name:
-        return False  # may be a view
-    return True
+    return not (isinstance(value, ast.Subscript) and _root(value) == name)  # may be a view
 
 
 __all__ = ["SimKernel", "UnsupportedKernelError", "names", "python_function"]

@@ -24,7 +24,7 @@ from .compiler import cuda_typecheck
 from .kernel import SimKernel
 from .lowlevel import Trap
 from .memory import DeviceArray, DeviceMemory
-from .report import ErrorContext, kernel_error, format_prints
+from .report import ErrorContext, format_prints, kernel_error
 
 STAMP_LIMIT = 1 << 31  # records keep 32-bit stamps: renumber long before they wrap
 PRINT_CAPACITY = 1 << 16  # print records per launch (a GPU's printf buffer is bounded too)
@@ -151,6 +151,8 @@ def run(kernel: SimKernel, memory: DeviceMemory, workspace: Workspace, args: tup
     infos: list[Any] = [None] * nslots
     fresh = [a.allocation for a in args if isinstance(a, DeviceArray) and not a.is_freed
              and not a.allocation.has_race_records]
+    trace_bytes = trace_capacity * L.TRACE_FIELDS * 8
+    memory.host_budget.take(trace_bytes, f"a trace of up to {trace_capacity:,} accesses")
     try:
         return _run(kernel, memory, workspace, args, grid, block, dynamic_shared_bytes, checks,
                     schedule, seed, watchdog_s, trace_capacity, c, keep, infos, nslots, nsites,
@@ -160,6 +162,8 @@ def run(kernel: SimKernel, memory: DeviceMemory, workspace: Workspace, args: tup
             if not alloc.freed:
                 alloc.drop_race_records()
         raise
+    finally:
+        memory.host_budget.give_back(trace_bytes)
 
 
 def _run(kernel: SimKernel, memory: DeviceMemory, workspace: Workspace, args: tuple,
@@ -290,9 +294,11 @@ def _bind(kernel: SimKernel, memory: DeviceMemory, args: tuple, checks: dict[str
     for k, (name, arg) in enumerate(zip(kernel.param_names, args)):
         s = L.HEADER + k * L.SLOT_FIELDS
         if not isinstance(arg, DeviceArray):
-            values.append(arg)
+            values.append(_as_declared(kernel, k, arg))
             infos[k] = SlotInfo(name, "none", (), np.dtype(np.int8))
             continue
+        if kernel.argtypes is not None:
+            _check_declared(kernel, k, arg)
         alloc = arg.allocation  # raises for a freed array
         if alloc.memory is not memory:
             raise InvalidDeviceArrayError(
@@ -318,6 +324,26 @@ def _bind(kernel: SimKernel, memory: DeviceMemory, args: tuple, checks: dict[str
         values.append(arg.host_view())
         infos[k] = SlotInfo(name, "global", arg.shape, arg.dtype, arg)
     return values
+
+
+def _as_declared(kernel: SimKernel, k: int, value: Any) -> Any:
+    """A scalar converted to the type an eager signature declares (as numba-cuda does)."""
+    if kernel.argtypes is None:
+        return value
+    declared = kernel.argtypes[k]
+    if isinstance(declared, (numba.types.Number, numba.types.Boolean)):
+        return numba.np.numpy_support.as_dtype(declared).type(value)
+    return value
+
+
+def _check_declared(kernel: SimKernel, k: int, arg: DeviceArray) -> None:
+    declared = kernel.argtypes[k]
+    if not isinstance(declared, numba.types.Array) or \
+            numba.np.numpy_support.as_dtype(declared.dtype) != arg.dtype or \
+            declared.ndim != arg.ndim:
+        raise TypeError(f"kernel '{kernel.name}' was compiled for argument "
+                        f"'{kernel.param_names[k]}' of type {declared}, not a {arg.ndim}-D "
+                        f"{arg.dtype} array (numba-cuda: no matching definition)")
 
 
 def _shared(kernel: SimKernel, ws: Workspace, c: np.ndarray, dynamic: int,

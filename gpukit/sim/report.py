@@ -337,7 +337,7 @@ def _format_value(code: int, bits: int) -> str:
     if code == P_UINT:
         return str(bits & 0xFFFFFFFFFFFFFFFF)
     if code == P_FLOAT:
-        return "%f" % np.int64(bits).view(np.float64)
+        return f"{np.int64(bits).view(np.float64):f}"
     if code == P_BOOL:
         return "True" if bits else "False"
     return "?"

@@ -15,7 +15,7 @@ from numba.core.errors import TypingError
 from numba.extending import overload, register_jitable
 
 from . import layout as L
-from .access import defer, fail, same_bits, touch
+from .access import NODESC, defer, fail, same_bits, touch
 from .lowlevel import bits_of, record_addr, store_i64
 
 
@@ -90,9 +90,9 @@ def _ol_getattr(c, obj, name, site):
         offset, size = obj.offset(attr), _field_size(obj, attr)
         key = ("get", attr)
         if key not in _ATTR_IMPLS:
-            ns = {"touch": touch, "record_addr": record_addr, "READ": L.KIND_READ}
+            ns = {"touch": touch, "record_addr": record_addr, "READ": L.KIND_READ, "NODESC": NODESC}
             exec(f"def impl(c, obj, name, site):\n"  # noqa: S102
-                 f"    touch(c, site, -1, record_addr(obj) + {offset}, {size}, READ, False)\n"
+                 f"    touch(c, site, NODESC, record_addr(obj) + {offset}, {size}, READ, False)\n"
                  f"    return obj.{attr}", ns)
             _ATTR_IMPLS[key] = ns["impl"]
         return _ATTR_IMPLS[key]
@@ -114,11 +114,11 @@ def _ol_setattr(c, obj, name, value, site):
         key = ("set", attr)
         if key not in _ATTR_IMPLS:
             ns = {"touch": touch, "record_addr": record_addr, "WRITE": L.KIND_WRITE,
-                  "same_bits": same_bits}
+                  "same_bits": same_bits, "NODESC": NODESC}
             exec(f"def impl(c, obj, name, value, site):\n"  # noqa: S102
                  f"    old = obj.{attr}\n"
                  f"    obj.{attr} = value\n"
-                 f"    touch(c, site, -1, record_addr(obj) + {offset}, {size}, WRITE, "
+                 f"    touch(c, site, NODESC, record_addr(obj) + {offset}, {size}, WRITE, "
                  f"same_bits(old, obj.{attr}))", ns)
             _ATTR_IMPLS[key] = ns["impl"]
         return _ATTR_IMPLS[key]

@@ -376,9 +376,9 @@ def resolve(c):
         return 0
     progressed = False
     for lt in range(tpb):
-        if _get(x, lt, L.X_STATUS) == L.WAITING and _get(x, lt, L.X_KIND) >= L.K_SYNCWARP:
-            if _warp_call(c, x, lt // 32, lt, checks):
-                progressed = True
+        if _get(x, lt, L.X_STATUS) == L.WAITING and _get(x, lt, L.X_KIND) >= L.K_SYNCWARP \
+                and _warp_call(c, x, lt // 32, lt, checks):
+            progressed = True
     if not progressed and not _block_barrier(c, x, checks):
         return 0
     return live

@@ -19,6 +19,7 @@ Shared, local and constant arrays are laid out here, at compile time, as on a GP
 from __future__ import annotations
 
 import ast
+import contextlib
 import copy
 import types as pytypes
 from dataclasses import dataclass, field
@@ -678,11 +679,15 @@ class UnitRewriter:
         inner_locals = {a.arg for a in node.args.args} | _assigned_names(node)
         added = inner_locals - self.locals
         self.locals |= inner_locals
+        # an inner function returns to its caller, not from the kernel or an inlined function
+        saved = self.is_kernel, self.inline_exit, self.frame_var
+        self.is_kernel, self.inline_exit, self.frame_var = False, None, None
         try:
             inner.body = self.body(node.body) or [ast.Pass()]
         finally:
             self.tracked = saved_tracked
             self.locals -= added
+            self.is_kernel, self.inline_exit, self.frame_var = saved
         return [inner]
 
     # -- sync points -------------------------------------------------------------------------
@@ -1016,10 +1021,8 @@ class _ExprRewriter(ast.NodeTransformer):
         if isinstance(node, ast.BinOp):
             code = compile(ast.Expression(body=_ConstFolder(self.rw).visit(copy.deepcopy(node))),
                            "<shape>", "eval")
-            try:
-                return eval(code, {"__builtins__": {}}, {})  # noqa: S307 - folded constants
-            except Exception:
-                pass
+            with contextlib.suppress(ArithmeticError, TypeError, ValueError, NameError):
+                return eval(code, {"__builtins__": {}}, {})  # constants only
         raise self.rw._unsupported(node, f"a {what} that is not a compile-time constant "
                                          "(numba-cuda needs constants here too)")
 

@@ -1,0 +1,356 @@
+"""The simulator computes with Numba's rules, runs the kernel language numba-cuda accepts, and
+raises no false alarm on correct code (issue 14's examples, each checked against numpy or against
+what Numba itself computes)."""
+
+from __future__ import annotations
+
+import cmath
+import math
+from typing import Any
+
+import numba
+import numpy as np
+import pytest
+from numba import cuda
+
+from gpukit.backends.cpu import CPUBackend
+from gpukit.errors import KernelTypingError, RaceConditionError
+
+
+@pytest.fixture
+def be() -> CPUBackend:
+    return CPUBackend()
+
+
+def run(be: CPUBackend, kernel: Any, grid: Any, block: Any, *arrays: np.ndarray,
+        scalars: tuple = (), **options: Any) -> list[np.ndarray]:
+    """Launch with device copies of `arrays` (then `scalars`); the arrays after the launch."""
+    devs = [be.to_device(a) for a in arrays]
+    be.launch_kernel(kernel, grid, block, *devs, *scalars, **options)
+    return [be.to_host(d) for d in devs]
+
+
+# -- arithmetic with Numba's types -----------------------------------------------------------------
+def int32_product(out):
+    i = cuda.grid(1)
+    out[i] = numba.int32(i + 40000) * numba.int32(65536)
+
+
+def test_int32_times_int32_is_int64_as_numba_types_it(be):
+    (out,) = run(be, int32_product, 1, 4, np.zeros(4, np.int64))
+    assert out.tolist() == [(i + 40000) * 65536 for i in range(4)]  # no wrap to negatives
+
+
+def float_accumulator(a, out):
+    acc = 0.0  # a Python float: Numba types acc as float64, so it sums in float64
+    for k in range(a.shape[0]):
+        acc += a[k]
+    out[0] = acc
+
+
+def test_a_python_float_accumulator_sums_in_float64(be):
+    a = np.full(100_000, 0.1, np.float32)
+    (_, out) = run(be, float_accumulator, 1, 1, a, np.zeros(1, np.float64))
+    assert out[0] == np.sum(a.astype(np.float64))
+    assert out[0] != np.float32(np.sum(a, dtype=np.float32))
+
+
+def bools_add(x, y, out):
+    i = cuda.grid(1)
+    out[i] = (x[i] > 0) + (y[i] > 0)
+
+
+def test_booleans_add_as_integers(be):
+    x, y = np.array([1.0, 1.0, -1.0]), np.array([1.0, -1.0, -1.0])
+    (*_, out) = run(be, bools_add, 1, 3, x, y, np.zeros(3, np.int64))
+    assert out.tolist() == [2, 1, 0]
+
+
+@numba.njit
+def _fnv_cpu(x):
+    h = np.uint32(2166136261)
+    for k in range(4):
+        h = (h ^ np.uint32((x >> (8 * k)) & 0xFF)) * np.uint32(16777619)
+    return h
+
+
+def fnv_hash(a, out):
+    i = cuda.grid(1)
+    h = np.uint32(2166136261)
+    for k in range(4):
+        h = (h ^ np.uint32((a[i] >> (8 * k)) & 0xFF)) * np.uint32(16777619)
+    out[i] = h
+
+
+def test_uint32_hashes_match_numba(be):
+    a = np.array([0, 1, 12345, 2**31 - 1], np.uint32)
+    (_, out) = run(be, fnv_hash, 1, 4, a, np.zeros(4, np.uint64))
+    assert out.tolist() == [int(_fnv_cpu(x)) for x in a]
+
+
+def clz_of(x, out):
+    out[cuda.grid(1)] = cuda.clz(x)
+
+
+def test_an_eager_signature_is_honoured_clz_counts_in_its_width(be):
+    eager = be.compile_kernel(clz_of, "void(int32, int32[:])")
+    out = be.allocate(1, np.int32)
+    be.launch_kernel(eager, 1, 1, 1048576, out)  # a Python int, converted to int32
+    assert be.to_host(out).tolist() == [11]
+    lazy = be.compile_kernel(clz_of)  # a Python int is an int64 to Numba: 64 bits counted
+    be.launch_kernel(lazy, 1, 1, 1048576, out)
+    assert be.to_host(out).tolist() == [43]
+
+
+def mixed_signedness_index(a, out):
+    i = cuda.grid(1)
+    j = np.uint64(i)
+    out[i] = a[i + j]  # int64 + uint64 is float64 in Numba, an index it truncates
+
+
+def test_a_mixed_signedness_index_is_a_float_index_as_in_numba(be):
+    (_, out) = run(be, mixed_signedness_index, 1, 2, np.arange(4.0), np.zeros(2))
+    assert out.tolist() == [0.0, 2.0]
+
+
+# -- the library ---------------------------------------------------------------------------------
+def complex_math(z, out):
+    i = cuda.grid(1)
+    out[i] = cmath.sqrt(z[i]) + cmath.exp(z[i])
+
+
+def test_cmath(be):
+    z = np.array([1 + 2j, -4 + 0j, 0.5j], np.complex128)
+    (_, out) = run(be, complex_math, 1, 3, z, np.zeros(3, np.complex128))
+    np.testing.assert_allclose(out, [cmath.sqrt(v) + cmath.exp(v) for v in z], rtol=1e-12)
+
+
+def nan_atomics(values, hi, lo, nhi, nlo):
+    i = cuda.grid(1)
+    cuda.atomic.max(hi, 0, values[i])
+    cuda.atomic.min(lo, 0, values[i])
+    cuda.atomic.nanmax(nhi, 0, values[i])
+    cuda.atomic.nanmin(nlo, 0, values[i])
+
+
+def test_atomic_max_and_min_treat_nan_as_numba_cuda_does(be):
+    values = np.array([1.0, np.nan, 3.0, -2.0])
+    start = np.zeros(1)
+    (_, hi, lo, nhi, nlo) = run(be, nan_atomics, 1, 4, values, start.copy(), start.copy(),
+                                start.copy(), start.copy())
+    assert (hi[0], lo[0], nhi[0], nlo[0]) == (3.0, -2.0, 3.0, -2.0)
+    (_, hi, *_) = run(be, nan_atomics, 1, 4, values, np.full(1, np.nan), start.copy(),
+                      np.full(1, np.nan), start.copy())
+    assert math.isnan(hi[0])  # max leaves a NaN element alone...
+
+
+def print_coordinates(out):
+    print(cuda.threadIdx, cuda.blockIdx.x, 1.5, True, "done")
+    out[0] = 1
+
+
+def test_print_formats_as_numba_cuda_does(be, capsys):
+    run(be, print_coordinates, 1, 1, np.zeros(1))
+    assert capsys.readouterr().out == "(0, 0, 0) 0 1.500000 True done\n"
+
+
+# -- the language --------------------------------------------------------------------------------
+def iterate(a, b, out):
+    i = cuda.grid(1)
+    if i == 0:
+        total = 0.0
+        for k, x in enumerate(a):
+            total += k * x
+        for x, y in zip(a, b):
+            total += x * y
+        for v in (1.0, 2.0, 3.0):
+            total += v
+        for x in b:
+            total += x
+        out[0] = total
+
+
+def test_for_over_enumerate_zip_tuples_and_arrays(be):
+    a, b = np.arange(4.0), np.arange(4.0) + 1
+    (*_, out) = run(be, iterate, 1, 1, a, b, np.zeros(1))
+    want = sum(k * x for k, x in enumerate(a)) + a @ b + 6 + b.sum()
+    assert out[0] == want
+
+
+def closures_and_none(a, out):
+    i = cuda.grid(1)
+    scale = 3.0
+
+    def scaled(x):
+        return x * scale
+
+    found = None
+    if a[i] > 0:
+        found = a[i]
+    if found is None:
+        out[i] = -1.0
+    else:
+        out[i] = scaled(found)
+
+
+def test_inner_functions_closures_and_is_none(be):
+    (_, out) = run(be, closures_and_none, 1, 3, np.array([1.0, -1.0, 2.0]), np.zeros(3))
+    assert out.tolist() == [3.0, -1.0, 6.0]
+
+
+def rows_and_slices(m, out):
+    i = cuda.grid(1)
+    row = m[i]  # a view of one row
+    part = row[1:3]  # a slice of it
+    out[i] = row[0] + part[0] + part[1] + m[i][2]
+
+
+def test_views_slices_and_chained_indexing(be):
+    m = np.arange(12.0).reshape(3, 4)
+    (_, out) = run(be, rows_and_slices, 1, 3, m, np.zeros(3))
+    assert out.tolist() == [r[0] + r[1] + r[2] + r[2] for r in m]
+
+
+POINT = np.dtype([("x", np.float64), ("y", np.float64)])
+
+
+def record_fields(points, out):
+    i = cuda.grid(1)
+    p = points[i]
+    out[i] = p.x * p["y"]
+    points[i].x = 0.0
+
+
+def test_records(be):
+    pts = np.zeros(3, POINT)
+    pts["x"], pts["y"] = [1, 2, 3], [4, 5, 6]
+    (after, out) = run(be, record_fields, 1, 3, pts, np.zeros(3))
+    assert out.tolist() == [4.0, 10.0, 18.0]
+    assert after["x"].tolist() == [0.0, 0.0, 0.0]
+
+
+# -- warps and memory ordering: no false alarms ------------------------------------------------------
+def warp_sums(a, out):
+    s = cuda.shared.array(64, numba.float32)
+    t = cuda.threadIdx.x
+    lane = t % 32
+    s[t] = a[t]
+    cuda.syncwarp()
+    offset = 16
+    while offset > 0:
+        if lane < offset:
+            s[t] += s[t + offset]
+        cuda.syncwarp()
+        offset //= 2
+    if lane == 0:
+        out[t // 32] = s[t]
+
+
+def test_a_per_warp_reduction_with_syncwarp_in_a_64_thread_block(be):
+    a = np.arange(64, dtype=np.float32)
+    (_, out) = run(be, warp_sums, 1, 64, a, np.zeros(2, np.float32))
+    assert out.tolist() == [a[:32].sum(), a[32:].sum()]
+
+
+def useful_syncwarp(ary):
+    i = cuda.grid(1)
+    if i == 0:
+        ary[0] = 42
+    cuda.syncwarp(0xFFFFFFFF)
+    ary[i] = ary[0]
+
+
+def test_numba_cudas_useful_syncwarp_example_is_not_a_race(be):
+    (out,) = run(be, useful_syncwarp, 1, 32, np.zeros(32, np.int32))
+    assert out.tolist() == [42] * 32
+
+
+def half_warp_votes(a, out):
+    i = cuda.grid(1)
+    lane = cuda.laneid
+    if lane < 16:
+        out[i] = cuda.ballot_sync(0x0000FFFF, a[i] > 0)
+    else:
+        out[i] = cuda.ballot_sync(0xFFFF0000, a[i] > 0)
+
+
+def test_warp_intrinsics_with_half_warp_masks_honour_the_mask(be):
+    a = np.where(np.arange(32) % 3 == 0, 1.0, -1.0)
+    (_, out) = run(be, half_warp_votes, 1, 32, a, np.zeros(32, np.int64))
+    bits = sum(1 << k for k in range(32) if a[k] > 0)
+    assert out[:16].tolist() == [bits & 0xFFFF] * 16
+    assert (out[16:] & 0xFFFFFFFF).tolist() == [bits & 0xFFFF0000] * 16
+
+
+def last_block_sum(a, partial, count, total):
+    """The CUDA Programming Guide's threadfence reduction: the last block to finish adds up."""
+    s = cuda.shared.array(32, numba.float64)
+    is_last = cuda.shared.array(1, numba.int32)
+    t = cuda.threadIdx.x
+    s[t] = a[cuda.grid(1)]
+    cuda.syncthreads()
+    if t == 0:
+        block_sum = 0.0
+        for k in range(32):
+            block_sum += s[k]
+        partial[cuda.blockIdx.x] = block_sum
+        cuda.threadfence()
+        ticket = cuda.atomic.inc(count, 0, cuda.gridDim.x)
+        is_last[0] = ticket == cuda.gridDim.x - 1
+    cuda.syncthreads()
+    if is_last[0] and t == 0:
+        grand = 0.0
+        for b in range(cuda.gridDim.x):
+            grand += partial[b]
+        total[0] = grand
+        count[0] = 0
+
+
+def test_the_threadfence_last_block_reduction_is_correct_and_not_a_race(be):
+    a = np.arange(8 * 32, dtype=np.float64)
+    for schedule in ("ordered", "shuffle"):
+        (_, _, count, total) = run(be, last_block_sum, 8, 32, a, np.zeros(8),
+                                   np.zeros(1, np.uint32), np.zeros(1), schedule=schedule)
+        assert (total[0], count[0]) == (a.sum(), 0)
+
+
+def discarded_uninitialised_read(out):
+    s = cuda.shared.array(96, numba.float32)
+    t = cuda.threadIdx.x
+    s[t] = t
+    cuda.syncthreads()
+    x = s[t + 32]  # threads 32..63 read s[64..95], never written...
+    if t < 32:
+        out[t] = x  # ...but only threads that read written elements use the value
+
+
+def test_an_uninitialised_read_whose_value_is_discarded_is_no_error(be):
+    (out,) = run(be, discarded_uninitialised_read, 1, 64, np.zeros(32, np.float32))
+    assert out.tolist() == list(range(32, 64))
+
+
+# -- checks without holes ------------------------------------------------------------------------
+@cuda.jit(device=True)
+def store_value(dst, i, value):
+    dst[i] = value
+
+
+def races_through_aliases_and_calls(out):
+    dst = out  # an alias
+    store_value(dst, 0, cuda.threadIdx.x)  # a device function writing through it
+
+
+def test_writes_through_aliases_and_device_functions_are_tracked(be):
+    with pytest.raises(RaceConditionError, match=r"data race on out\[0\]"):
+        run(be, races_through_aliases_and_calls, 1, 2, np.zeros(1))
+
+
+def init_then_atomics(hist):
+    if cuda.grid(1) == 0:
+        hist[0] = 5
+    cuda.atomic.add(hist, 0, 1)
+
+
+def test_a_plain_initialisation_racing_atomics_of_other_blocks_is_caught(be):
+    with pytest.raises(RaceConditionError):
+        run(be, init_then_atomics, 4, 1, np.zeros(1, np.int32))
