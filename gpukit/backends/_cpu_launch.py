@@ -9,14 +9,13 @@ reports, placing the kernel on the modeled timeline. Nothing here simulates.
 
 from __future__ import annotations
 
+import sys
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-
-import sys
-import warnings
 
 from ..devices import STATIC_SHARED_MEM_PER_BLOCK as STATIC_SHARED_LIMIT_BYTES
 from ..errors import ArgumentTypeError, ImplicitTransferWarning, LaunchConfigError
@@ -25,8 +24,8 @@ from ..occupancy.resources import theoretical_occupancy
 from ..sim.launch import run
 from ..sim.memory import DeviceArray
 from ..sim.report import TraceCapacityError
-from ._cpu_kernel import CPUKernel
 from ..timing.model import model_launch
+from ._cpu_kernel import CPUKernel
 from .options import LaunchOptions, launch_options
 from .validate import check_dynamic_shared_bytes, check_launch, normalize_dim3, normalize_dtype
 

@@ -29,12 +29,12 @@ from ..errors import (
 from ..launches import LaunchRecord
 from ..sim.kernel import SimKernel, python_function
 from ..sim.launch import Workspace
-from ._cpu_kernel import CPUKernel
 from ..sim.memory import DeviceArray, TransferRecord
 from ..sim.streams import SimStream, Timeline, TimelineEvent, TimelineMemory, is_pinned
 from ..sim.streams import pinned_array as sim_pinned_array
 from ..timing.model import COPY_DIRECTIONS, modeled_copy_ms
 from ..utils import as_choice, as_int, c_strides, f_strides
+from ._cpu_kernel import CPUKernel
 from ._cpu_launch import launch
 from .base import Backend, BackendStatus, Capabilities, MemoryInfo
 from .options import CHECKS, simulator_options
@@ -52,7 +52,7 @@ FEATURES = frozenset({
     "shared_memory", "dynamic_shared_memory", "atomics", "syncthreads", "warp_shuffle", "warp_vote",
     "local_memory", "constant_memory", "device_functions", "float64", "simulated",
     "race_detection", "bounds_checking", "barrier_checking", "uninitialized_memory_checking",
-    "streams", "events", "tracing",
+    "streams", "events", "pinned_memory", "tracing",
 })
 
 
