@@ -52,7 +52,7 @@ class CPUKernel:
         Registers and static shared memory come from ptxas (the `inspect` extra) for the
         signature given at compile time or of `args`.
         """
-        from ..occupancy.resources import kernel_occupancy
+        from ..occupancy.resources import kernel_occupancy  # lazy: numba loads on first use
         signature = self.signature if args is None else tuple(args)
         if signature is None:
             raise TypeError(f"kernel '{self.name}' has no signature: pass args=(...) or compile "

@@ -14,10 +14,11 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import InvalidDeviceArrayError, TransferError
+from ..errors import InvalidDeviceArrayError, OutOfMemoryError, TransferError
 from ..sim.memory import DeviceArray as SimDeviceArray
 from . import _cuda_env as env
-from ._cuda_arrays import CUDADeviceArray, release
+from ._cuda_arrays import CUDADeviceArray, flush_pending_frees, release
+from .base import MemoryInfo
 from .validate import check_array_size, check_copy_target, check_host_array
 
 
@@ -57,8 +58,7 @@ def to_device(backend: Any, array: Any, stream: Any, implicit: bool) -> CUDADevi
         with backend.device_call():
             device.numba_view().copy_to_device(host, stream=backend.numba_stream(stream))
     except BaseException:
-        release(device, backend.numba_context())  # leave nothing allocated behind
-        backend.unregister(device)
+        backend.free(device)  # leave nothing allocated behind
         raise
     backend.log_transfer("h2d", host.nbytes, backend.is_pinned(array), implicit, stream)
     return device
@@ -169,3 +169,36 @@ def adopt(backend: Any, obj: Any, operation: str) -> CUDADeviceArray:
     raw = obj if kind in ("cupy", "numba") else backend.require_cuda().as_cuda_array(
         obj, sync=False)
     return CUDADeviceArray(backend, raw, adopted=True)
+
+
+def raise_if_out_of_memory(backend: Any, exc: Exception, requested_bytes: int) -> None:
+    """Raise OutOfMemoryError (with requested, free and total bytes) if `exc` is CUDA's or
+    CuPy's out-of-memory error; else return."""
+    text = f"{type(exc).__name__} {exc}".upper()
+    if not any(word in text for word in ("OUTOFMEMORY", "OUT_OF_MEMORY", "OUT OF MEMORY")):
+        return
+    try:
+        free_bytes, total_bytes = backend.get_memory_info()
+    except Exception:  # noqa: BLE001 - report the out-of-memory error even so
+        free_bytes = total_bytes = 0
+    raise OutOfMemoryError(
+        f"out of device memory: requested {requested_bytes:,} bytes, free {free_bytes:,} bytes, "
+        f"total {total_bytes:,} bytes; free arrays you no longer need (backend.free(array)) or "
+        "use smaller sizes", requested_bytes, free_bytes, total_bytes) from exc
+
+
+def memory_info(backend: Any) -> MemoryInfo:
+    """The driver's free and total memory of `backend`'s GPU; CuPy's pool's unused blocks count
+    as free (any allocation reuses them, and CuPy gives them back when memory runs out), and
+    numba's pending frees are run first. Numba's simulator has no device memory: host RAM."""
+    cuda = backend.require_cuda()
+    if backend.simulator:
+        return MemoryInfo(*env.host_memory())
+    with backend.device_call():
+        context = cuda.current_context()
+        flush_pending_frees(context)
+        free_bytes, total_bytes = context.get_memory_info()
+        if env.cupy_usable():
+            import cupy  # lazy: only where CuPy works
+            free_bytes += cupy.get_default_memory_pool().free_bytes()
+    return MemoryInfo(int(min(free_bytes, total_bytes)), int(total_bytes))

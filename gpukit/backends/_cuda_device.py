@@ -25,8 +25,9 @@ from ..devices import (
     match_profile,
     names_device,
 )
+from . import _cuda_env as env
 from ._cuda_toolkit import cublas_available
-from .base import KERNEL_FEATURES, Capabilities
+from .base import KERNEL_FEATURES, BackendStatus, Capabilities
 
 SIMULATOR_NAME = "Numba CUDA simulator"
 
@@ -69,6 +70,28 @@ def _profile_named(device: str) -> DeviceProfile | None:
         return get_profile(device)
     except UnknownDeviceError:
         return None
+
+
+def availability(backend: Any, general_reason: Any) -> str | None:
+    """Why `backend` (a CUDABackend) cannot run on its GPU, or None; picks the GPU its
+    `device` names. Never raises."""
+    try:
+        reason = general_reason()
+        if reason is not None:
+            return reason
+        names = device_names(env.numba_cuda(), backend.simulator)
+        if backend.device is not None:
+            found = find_device(backend.device, names)
+            if found is None:
+                return (f"no GPU here is {backend.device!r} (found: {', '.join(names)}); "
+                        f"get_backend('cpu', device={backend.device!r}) simulates one")
+            backend.device_id = found
+        if backend.device_id >= len(names):
+            return (f"device_id {backend.device_id} does not exist: {len(names)} CUDA "
+                    f"device(s) found (ids 0 to {len(names) - 1})")
+        return None if backend.simulator else env.context_problem(backend.device_id)
+    except Exception as exc:  # noqa: BLE001 - availability checks never raise
+        return f"checking for CUDA failed: {type(exc).__name__}: {exc}"
 
 
 def features(cc: tuple[int, int], cooperative: bool, cupy: bool, simulator: bool
@@ -141,3 +164,23 @@ def real_profile(name: str, cc: tuple[int, int], sm_count: int, total_bytes: int
         memory_bytes=max(1, int(total_bytes)), memory_bandwidth_gb_s=bandwidth,
         fp32_tflops=tflops, pcie_gen=known.pcie_gen if known else ASSUMED_PCIE_GEN,
         copy_engines=engines)
+
+
+def status(backend: Any, in_use: int, launched: int, last_error: str | None,
+           fault: Exception | None) -> BackendStatus:
+    """A CUDABackend's status; never raises (an unusable GPU is "unavailable")."""
+    available = backend.check_available()
+    extra: dict[str, Any] = {
+        "simulator": backend.simulator, "device_id": backend.device_id,
+        "enable_caching": backend.enable_caching, "version": backend.version,
+        "unavailable_reason": backend.unavailable_reason,
+    }
+    device = "unavailable"
+    if available and fault is None:
+        extra["array_library"] = backend.array_library
+        extra["compute_capability"] = backend.compute_capability
+        extra["memory_source"] = ("host RAM (Numba's simulator has no device memory)"
+                                  if backend.simulator else "CUDA driver")
+        device = backend.device_name
+    return BackendStatus(backend.name, backend.initialized, device, in_use, launched,
+                         last_error, extra)

@@ -5,7 +5,7 @@ configuration against the device's limits, the arguments (device arrays as Numba
 once, numpy arrays copied in with an ImplicitTransferWarning, as on the simulator), compiling the
 kernel for the argument types (numba's typing errors become `KernelTypingError`), static plus
 dynamic shared memory against the device, and the opt-in a launch above 48 KiB of shared memory
-needs (`cudaFuncSetAttribute(MaxDynamicSharedMemorySize)`). `PreparedLaunch.run` then only
+needs (`cudaFuncSetAttribute(MaxDynamicSharedMemorySize)`). `LaunchPlan.run` then only
 enqueues the kernel, so CUDA events around it time the kernel and not gpukit (`time_launches`).
 CUDA errors of a kernel that faulted are turned into `KernelFaultError` by `translate_fault`.
 """
@@ -97,7 +97,7 @@ def opt_in_shared_memory(compiled: Any, dynamic_bytes: int, driver: Any, binding
     driver.cuKernelSetAttribute(attribute, int(dynamic_bytes), cufunc.handle, cufunc.device.id)
 
 
-class PreparedLaunch:
+class LaunchPlan:
     """One checked, compiled launch; `run()` enqueues it (and nothing else)."""
 
     def __init__(self, backend: Any, kernel: Any, grid: tuple[int, int, int],
@@ -136,7 +136,7 @@ class PreparedLaunch:
 
 
 def prepare(backend: Any, kernel: Any, grid: Any, block: Any, stream: Any, shared_bytes: Any,
-            args: tuple) -> PreparedLaunch:
+            args: tuple) -> LaunchPlan:
     """Check everything, copy host arguments in, compile, opt in to shared memory."""
     backend.require_cuda()
     caps = backend.capabilities()
@@ -156,7 +156,7 @@ def prepare(backend: Any, kernel: Any, grid: Any, block: Any, stream: Any, share
                     f"{caps.shared_mem_per_block_optin:,} bytes; use smaller tiles")
             if static + shared > caps.shared_mem_per_block:
                 backend.opt_in_shared(compiled, shared)
-        return PreparedLaunch(backend, kernel, grid3, block3, stream, shared, values, copies)
+        return LaunchPlan(backend, kernel, grid3, block3, stream, shared, values, copies)
     except BaseException:
         for _, device_copy in copies:
             backend.free(device_copy)
@@ -208,14 +208,14 @@ def _user_stacklevel() -> int:
     return level - 1
 
 
-def time_launches(backend: Any, prepared: PreparedLaunch, repeat: int, flops: Any
+def time_launches(backend: Any, prepared: LaunchPlan, repeat: int, flops: Any
                   ) -> tuple[str, list[float], str]:
     """(kind, samples in ms, note): CUDA events recorded right before and after each enqueue,
     so gpukit's checks and the JIT (done in `prepare`) are outside what they time. Under Numba's
     simulator, whose events carry no time, the host's clock around each launch."""
     cuda = backend.require_cuda()
     stream = backend.numba_stream(prepared.stream)
-    if backend.simulator:
+    if backend.event_kind != "cuda-events":
         samples = []
         for _ in range(repeat):
             start = time.perf_counter()

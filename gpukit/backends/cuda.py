@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from ..devices import DeviceProfile
-from ..errors import BackendUnavailableError, OutOfMemoryError
+from ..errors import BackendUnavailableError
 from ..launches import LaunchRecord
 from ..sim.memory import TransferRecord
 from ..timing.model import modeled_copy_ms
@@ -29,7 +29,7 @@ from . import _cuda_device as dev
 from . import _cuda_env as env
 from . import _cuda_launch as launching
 from . import _cuda_streams as streams
-from ._cuda_arrays import CUDADeviceArray, flush_pending_frees, release
+from ._cuda_arrays import CUDADeviceArray, release
 from ._cuda_env import cuda_unavailable_reason
 from ._cuda_kernel import CUDAKernel, make_dispatcher
 from ._cuda_toolkit import versions
@@ -81,24 +81,7 @@ class CUDABackend(Backend):
 
     def check_available(self) -> bool:
         """Whether this backend can run here; sets `unavailable_reason`. Never raises."""
-        try:
-            reason = cuda_unavailable_reason()
-            if reason is None:
-                names = dev.device_names(env.numba_cuda(), self.simulator)
-                if self.device is not None:
-                    found = dev.find_device(self.device, names)
-                    if found is None:
-                        reason = (f"no GPU here is {self.device!r} (found: {', '.join(names)}); "
-                                  f"get_backend('cpu', device={self.device!r}) simulates one")
-                    else:
-                        self.device_id = found
-                if reason is None and self.device_id >= len(names):
-                    reason = (f"device_id {self.device_id} does not exist: {len(names)} CUDA "
-                              f"device(s) found (ids 0 to {len(names) - 1})")
-                if reason is None and not self.simulator:
-                    reason = env.context_problem(self.device_id)
-        except Exception as exc:  # noqa: BLE001 - availability checks never raise
-            reason = f"checking for CUDA failed: {type(exc).__name__}: {exc}"
+        reason = dev.availability(self, cuda_unavailable_reason)
         self.unavailable_reason = reason
         return reason is None
 
@@ -122,10 +105,6 @@ class CUDABackend(Backend):
             parts += [f"CUDA driver {found['CUDA driver']}",
                       f"CUDA runtime {found['CUDA runtime (cudart)']}"]
         return ", ".join(parts)
-
-    def versions(self) -> dict[str, str]:
-        """Driver, runtime (cudart), NVRTC and package versions."""
-        return versions(self.simulator)
 
     def _usable(self) -> Any:
         if self._fault is not None:
@@ -162,7 +141,7 @@ class CUDABackend(Backend):
             self._fault, self._last_error = fault, str(fault)
             raise fault from exc
 
-    def numba_context(self) -> Any:
+    def numba_context(self) -> Any:  # numba's context of this GPU (None: Numba's simulator)
         return None if self.simulator else env.numba_cuda().current_context()
 
     # -- device facts -----------------------------------------------------------------------
@@ -200,17 +179,7 @@ class CUDABackend(Backend):
     def memory_info(self) -> MemoryInfo:
         """The driver's free and total memory, with the blocks CuPy's pool holds unused (which
         any allocation reuses) counted as free, after numba's pending frees have run."""
-        cuda = self.require_cuda()
-        if self.simulator:  # Numba's simulator reports infinite memory: use the host's
-            return MemoryInfo(*env.host_memory())
-        with self.device_call():
-            context = cuda.current_context()
-            flush_pending_frees(context)
-            free_bytes, total_bytes = context.get_memory_info()
-            if env.cupy_usable():
-                import cupy  # lazy: only where CuPy works
-                free_bytes += cupy.get_default_memory_pool().free_bytes()
-        return MemoryInfo(int(min(free_bytes, total_bytes)), int(total_bytes))
+        return copies.memory_info(self)
 
     def supports_device(self, device: Any) -> bool:
         """Whether `device` (an id, "cuda:N", or a name such as "T4": whole words of the GPU's
@@ -224,21 +193,8 @@ class CUDABackend(Backend):
             return False
 
     def status(self) -> BackendStatus:
-        available = self.check_available()
-        extra: dict[str, Any] = {
-            "simulator": self.simulator, "device_id": self.device_id,
-            "enable_caching": self.enable_caching, "version": self.version,
-            "unavailable_reason": self.unavailable_reason,
-        }
-        device = "unavailable"
-        if available and self._fault is None:
-            extra["array_library"] = self.array_library
-            extra["compute_capability"] = self.compute_capability
-            extra["memory_source"] = ("host RAM (Numba's simulator has no device memory)"
-                                      if self.simulator else "CUDA driver")
-            device = self.device_name
-        return BackendStatus(self.name, self.initialized, device, sum(self._live.values()),
-                             self._kernels_launched, self._last_error, extra)
+        return dev.status(self, sum(self._live.values()), self._kernels_launched,
+                          self._last_error, self._fault)
 
     # -- lifecycle --------------------------------------------------------------------------
     def initialize(self) -> CUDABackend:
@@ -270,9 +226,6 @@ class CUDABackend(Backend):
     def register(self, array: CUDADeviceArray, nbytes: int) -> None:
         self._live.add(array, nbytes)
         self._raw.add(array.raw, array)
-
-    def unregister(self, array: CUDADeviceArray) -> None:
-        self._live.pop(array)
 
     def wrapper_of(self, raw: Any) -> CUDADeviceArray | None:
         """This backend's array whose CuPy/Numba array `raw` is, if any."""
@@ -337,18 +290,7 @@ class CUDABackend(Backend):
         return False
 
     def raise_if_out_of_memory(self, exc: Exception, requested_bytes: int) -> None:
-        text = f"{type(exc).__name__} {exc}".upper()
-        if not any(word in text for word in ("OUTOFMEMORY", "OUT_OF_MEMORY", "OUT OF MEMORY")):
-            return
-        try:
-            free_bytes, total_bytes = self.get_memory_info()
-        except Exception:  # noqa: BLE001 - report the out-of-memory error even so
-            free_bytes = total_bytes = 0
-        raise OutOfMemoryError(
-            f"out of device memory: requested {requested_bytes:,} bytes, free {free_bytes:,} "
-            f"bytes, total {total_bytes:,} bytes; free arrays you no longer need "
-            "(backend.free(array)) or use smaller sizes",
-            requested_bytes, free_bytes, total_bytes) from exc
+        copies.raise_if_out_of_memory(self, exc, requested_bytes)
 
     # -- kernels ----------------------------------------------------------------------------
     def compile_kernel(self, func: Callable, signature: Any = None) -> CUDAKernel:
