@@ -7,7 +7,6 @@ import pytest
 
 from gpukit.backends.options import (
     CHECKS,
-    SIMULATOR_ONLY_OPTIONS,
     launch_options,
     normalize_checks,
     normalize_flops,

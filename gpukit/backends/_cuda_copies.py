@@ -17,7 +17,7 @@ import numpy as np
 from ..errors import InvalidDeviceArrayError, OutOfMemoryError, TransferError
 from ..sim.memory import DeviceArray as SimDeviceArray
 from . import _cuda_env as env
-from ._cuda_arrays import CUDADeviceArray, flush_pending_frees, release
+from ._cuda_arrays import CUDADeviceArray, flush_pending_frees
 from .base import MemoryInfo
 from .validate import check_array_size, check_copy_target, check_host_array
 

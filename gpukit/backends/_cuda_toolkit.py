@@ -20,10 +20,10 @@ from dataclasses import dataclass
 
 # name in cuda.pathfinder -> (what it is for, the wheel that ships it, required to run kernels)
 LIBRARIES: dict[str, tuple[str, str, bool]] = {
-    "nvrtc": ("NVRTC, which numba-cuda asks for the GPU architectures", "nvidia-cuda-nvrtc-cu12",
-              True),
-    "nvvm": ("NVVM, which compiles kernels", "nvidia-cuda-nvcc-cu12", True),
-    "nvJitLink": ("nvJitLink, which links kernels for drivers older than NVVM",
+    "nvrtc": ("NVRTC (which numba-cuda asks for the GPU architectures)",
+              "nvidia-cuda-nvrtc-cu12", True),
+    "nvvm": ("NVVM (which compiles kernels)", "nvidia-cuda-nvcc-cu12", True),
+    "nvJitLink": ("nvJitLink (which links kernels for drivers older than NVVM)",
                   "nvidia-nvjitlink-cu12", False),
 }
 _INSTALL = "pip install 'gpukit[cuda]'"

@@ -341,12 +341,12 @@ def test_dynamic_shared_memory_both_launch_forms(backend):
 
 
 @pytest.mark.parametrize(("grid", "block", "shared", "message"), [
-    (1, 2048, 0, r"kernel 'vadd': block 2048 has 2048 threads; the Numba CUDA simulator "
-                 r"\(CC 5.2\) allows at most 1024"),
-    (1, (1, 1, 128), 0, r"block dimension z is 128; the Numba CUDA simulator \(CC 5.2\) "
-                        r"allows at most 64"),
-    ((1, 70000), 32, 0, r"grid dimension y is 70000; the Numba CUDA simulator \(CC 5.2\) "
-                        r"allows at most 65535"),
+    (1, 2048, 0, (r"kernel 'vadd': block 2048 has 2048 threads; the Numba CUDA simulator "
+                  r"\(CC 5.2\) allows at most 1024")),
+    (1, (1, 1, 128), 0, (r"block dimension z is 128; the Numba CUDA simulator \(CC 5.2\) "
+                         r"allows at most 64")),
+    ((1, 70000), 32, 0, (r"grid dimension y is 70000; the Numba CUDA simulator \(CC 5.2\) "
+                         r"allows at most 65535")),
     (1, 0, 0, r"kernel 'vadd': block 0 is invalid: every dimension must be an int >= 1"),
     (1, (2, 2, 2, 2), 0, r"block must be an int or a tuple of 1 to 3 ints"),
     ("a", 32, 0, r"kernel 'vadd': grid must be an int or a tuple of 1 to 3 ints, got 'a'"),
