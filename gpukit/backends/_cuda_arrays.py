@@ -29,6 +29,14 @@ from ..errors import (
 from ..utils import c_strides, f_strides
 
 
+def _pointer(raw: Any) -> int:
+    """The device address of a CuPy or Numba array (the host address under Numba's simulator)."""
+    interface = getattr(raw, "__cuda_array_interface__", None)
+    if interface is None:
+        interface = raw._ary.__array_interface__  # Numba's simulator: a numpy array
+    return int(interface["data"][0] or 0)
+
+
 def array_library(raw: Any) -> str:
     """"cupy" for a CuPy array, else "numba" (Numba device arrays and the simulator's)."""
     return "cupy" if type(raw).__module__.partition(".")[0] == "cupy" else "numba"
@@ -52,6 +60,10 @@ class CUDADeviceArray:
         if root is None:
             self._freed = False
             self._adopted = adopted
+            self._partial = False
+        else:  # a view: of part of the root's memory, or of all of it (a reshape)
+            self._partial = (_pointer(raw) != _pointer(root._raw)
+                             or math.prod(raw.shape) != math.prod(root._raw.shape))
 
     # -- description -----------------------------------------------------------------------
     @property
@@ -94,8 +106,8 @@ class CUDADeviceArray:
 
     @property
     def is_view(self) -> bool:
-        """Whether this array was sliced (or reshaped) from another."""
-        return self._root is not self
+        """Whether this array covers only part of the memory it was sliced from."""
+        return self._partial
 
     @property
     def is_freed(self) -> bool:
@@ -275,7 +287,7 @@ def release(array: CUDADeviceArray, context: Any) -> None:
     if array.is_freed:
         raise InvalidDeviceArrayError(
             "double free: this device array was already freed; free each array once")
-    if array.is_view:
+    if array.is_view:  # a reshape of all of an array frees that array, as on the simulator
         raise InvalidDeviceArrayError(
             f"free: this device array {array.shape} is a view (a slice) of a larger one; free "
             "the array it was sliced from (freeing a view would free all of it)")
@@ -284,6 +296,7 @@ def release(array: CUDADeviceArray, context: Any) -> None:
             f"free: this {array.library} array was not allocated by gpukit, so its memory "
             f"belongs to {'CuPy' if array.library == 'cupy' else 'Numba'}: drop your references "
             "to it and that library frees it")
+    array = array.root
     raw = array.raw
     if array_library(raw) == "cupy":
         free_cupy_memory(raw)

@@ -255,7 +255,7 @@ class CUDABackend(Backend):
         """Release `array` now: CuPy's block goes back to its pool, Numba's to the driver."""
         device = copies.adopt(self, array, "free")
         release(device, self.numba_context() if self.initialized else None)
-        self._live.pop(device)
+        self._live.pop(device.root)
 
     def own(self, array: Any, operation: str) -> CUDADeviceArray:
         """`array` as this backend's (CuPy and Numba arrays are adopted); raises after free."""
