@@ -55,7 +55,7 @@ def param_names(py_func: Callable) -> list[str]:
 
 def translate_fault(exc: BaseException, kernel: str | None) -> KernelFaultError | None:
     """The KernelFaultError for a CUDA error a faulting kernel causes, else None."""
-    code = getattr(exc, "code", None)
+    code = getattr(exc, "code", exc.args[0] if exc.args else None)
     try:
         number = int(code)  # numba's CudaAPIError carries a CUresult (an IntEnum) or an int
     except (TypeError, ValueError):

@@ -407,3 +407,96 @@ def test_launches_are_logged_as_common_launch_records(backend):
             record.extra["flops"]) == ("vadd", (1, 1, 1), (64, 1, 1), 0, "cuda", 64)
     assert (record.wall_ms, record.stats, record.occupancy) == (None, None, None)
     assert backend.is_simulated is False and backend.event_kind == "wall"
+
+
+# -- issue 17's defects, on the backend's own paths ------------------------------------------------
+def test_time_kernel_events_enclose_the_enqueue_alone(backend, monkeypatch):
+    """Checks and compilation happen before the first event, even with warmup=0; between the
+    two events of a sample there is only the launch."""
+    from gpukit import timing
+    from gpukit.backends import _cuda_launch, _cuda_streams
+
+    log = []
+    monkeypatch.setattr(_cuda_streams, "events_timed", lambda be: True)
+    event_type = type(cuda.event())
+    monkeypatch.setattr(event_type, "record", lambda self, stream=0: log.append("record"))
+    monkeypatch.setattr(event_type, "elapsed_time", lambda self, other: 0.5)
+    real_check, real_compile = _cuda_launch.check_launch, _cuda_launch.compile_for
+    monkeypatch.setattr(_cuda_launch, "check_launch",
+                        lambda *a, **k: log.append("check") or real_check(*a, **k))
+    monkeypatch.setattr(_cuda_launch, "compile_for",
+                        lambda *a: log.append("compile") or real_compile(*a))
+    real_run = _cuda_launch.LaunchPlan.run
+    monkeypatch.setattr(_cuda_launch.LaunchPlan, "run",
+                        lambda self: log.append("run") or real_run(self))
+    x, y = _inputs(32)
+    t = timing.time_kernel(vadd, 1, 32, backend.to_device(x), backend.to_device(y),
+                           backend.allocate(32, "float32"), backend=backend, repeat=2, warmup=0)
+    assert log == ["check", "compile", "record", "run", "record", "record", "run", "record"]
+    assert (t.kind, t.samples) == ("cuda-events", (0.5, 0.5))
+
+
+def test_static_plus_dynamic_shared_memory_is_checked_and_opted_in(backend, monkeypatch):
+    from gpukit.backends import _cuda_launch
+
+    compiled = type("Compiled", (), {"shared_mem_per_block": 40 * 1024})()
+    monkeypatch.setattr(_cuda_launch, "compile_for", lambda *args: compiled)
+    opted = []
+    monkeypatch.setattr(backend, "opt_in_shared", lambda c, n: opted.append((c, n)))
+    values = backend.to_device(np.arange(64, dtype=np.float32))
+    with pytest.raises(LaunchConfigError, match=r"kernel 'reverse_dynamic' needs 40,960 bytes of "
+                                                r"static plus 12,288 bytes of dynamic shared "
+                                                r"memory per block, over the Numba CUDA "
+                                                r"simulator \(CC 5.2\)'s limit of 49,152 bytes"):
+        backend.launch_kernel(reverse_dynamic, 2, 32, values, dynamic_shared_bytes=12288)
+    caps = backend.capabilities()
+    monkeypatch.setattr(backend, "_capabilities", type(caps)(**{
+        **caps.__dict__, "shared_mem_per_block_optin": 99 * 1024}))  # a GPU with opt-in
+    backend.launch_kernel(reverse_dynamic, 2, 32, values, dynamic_shared_bytes=32 * 1024)
+    assert opted == [(compiled, 32 * 1024)]
+
+
+def test_pinned_arrays_are_zeroed(backend, monkeypatch):
+    monkeypatch.setattr(cuda, "pinned_array", lambda shape, dtype: np.full(shape, 7, dtype))
+    pinned = backend.pinned_array(16, "int32")  # numba's pinned memory is not zeroed
+    assert not pinned.any() and backend.is_pinned(pinned[4:])
+
+
+def test_a_kernel_fault_is_a_kernel_fault_error_and_loses_the_context(monkeypatch):
+    from numba.cuda.cudadrv.driver import CudaAPIError
+
+    from gpukit.backends import _cuda_launch
+    from gpukit.errors import KernelFaultError
+
+    backend = CUDABackend()
+    out = backend.allocate(4, "float32")
+
+    def faulting_run(plan):
+        backend.last_kernel = plan.kernel.name
+        with backend.device_call():  # where CUDA reports the fault: a launch, a sync, a copy
+            raise CudaAPIError(700, "an illegal memory access was encountered")
+
+    monkeypatch.setattr(_cuda_launch.LaunchPlan, "run", faulting_run)
+    with pytest.raises(KernelFaultError, match=r"^kernel 'vadd' faulted on the GPU "
+                                               r"\(CUDA_ERROR_ILLEGAL_ADDRESS: "):
+        backend.launch_kernel(vadd, 1, 4, out, out, out)
+    for later in (lambda: backend.to_host(out), backend.synchronize,
+                  lambda: backend.allocate(4)):
+        with pytest.raises(KernelFaultError, match="the process's GPU context is lost"):
+            later()
+    assert backend.status().device == "unavailable"
+    assert "kernel 'vadd' faulted on the GPU" in backend.status().last_error
+
+
+def test_numba_arrays_made_elsewhere_are_accepted(backend):
+    raw = cuda.to_device(np.arange(8, dtype=np.float32))
+    out = backend.allocate(8, "float32")
+    backend.launch_kernel(vadd, 1, 8, raw, raw, out)
+    np.testing.assert_array_equal(backend.to_host(out), 2 * np.arange(8))
+    np.testing.assert_array_equal(backend.to_host(raw), np.arange(8))
+    adopted = backend.as_device_array(raw)
+    assert adopted.is_adopted and adopted.raw is raw and adopted.shape == (8,)
+    with pytest.raises(InvalidDeviceArrayError, match="^free: this numba array was not "
+                                                      "allocated by gpukit"):
+        backend.free(raw)
+    assert backend.as_device_array(out.raw) is out  # its own arrays' CuPy/Numba arrays too
