@@ -33,12 +33,19 @@ from ._cuda_arrays import CUDADeviceArray, release
 from ._cuda_env import cuda_unavailable_reason
 from ._cuda_kernel import CUDAKernel, make_dispatcher
 from ._cuda_toolkit import versions
+from ._cuda_toolkit import versions as cuda_versions
 from .base import Backend, BackendStatus, Capabilities, MemoryInfo
 from .options import SIMULATOR_ONLY_OPTIONS, launch_options, simulator_options
 from .validate import normalize_dtype, normalize_shape
 
-__all__ = ["SIMULATOR_ONLY_OPTIONS", "CUDABackend", "CUDADeviceArray", "CUDAKernel",
-           "cuda_unavailable_reason"]
+__all__ = [
+    "SIMULATOR_ONLY_OPTIONS",
+    "CUDABackend",
+    "CUDADeviceArray",
+    "CUDAKernel",
+    "cuda_unavailable_reason",
+    "cuda_versions",
+]
 
 
 class CUDABackend(Backend):

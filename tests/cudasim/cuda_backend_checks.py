@@ -500,3 +500,12 @@ def test_numba_arrays_made_elsewhere_are_accepted(backend):
                                                       "allocated by gpukit"):
         backend.free(raw)
     assert backend.as_device_array(out.raw) is out  # its own arrays' CuPy/Numba arrays too
+
+
+def test_selftest_passes_on_the_cuda_backend():
+    from gpukit.selftest import selftest
+
+    report = selftest(["cuda"], quick=True)
+    assert report.passed, report.text()
+    assert report.devices["cuda"].startswith("Numba CUDA simulator (numba-cuda ")
+    assert report.versions["CUDA driver"] == "Numba's CUDA simulator"
