@@ -1,16 +1,18 @@
-"""The backend contract every gpukit backend implements.
+"""The backend contract every gpukit backend implements, with the same types, errors and semantics.
 
 `Backend` keeps the seed interface's names and signatures (name, is_available, compile_kernel,
 allocate, to_device, to_host, synchronize; launch_kernel, get_memory_info, supports_feature with
 defaults) and adds free, capabilities, status, version, initialize/shutdown (also as a context
-manager), supports_device and memory_info. For timing, tracing, widgets and ops it also says, with
-defaults a backend overrides where it can do more: whether it is gpukit's simulator
-(`is_simulated`) and of which device (`profile`), its launch and copy logs (`launches`,
-`transfers`), streams and events (`stream`, `stream_label`, `record_event`, `event_kind`), its
-modeled timeline (`timeline`), pinned host memory (`pinned_array`), timed copies
-(`time_copies`), whether an array is its own (`owns`) and why it cannot run
-(`unavailable_reason`). So no module needs to look at a backend's private attributes. It holds no device logic of its own.
-"""
+manager), supports_device and memory_info. Everything notebooks, timing, tracing, widgets and ops
+use is here too, with defaults a backend overrides where it can do more: the device's facts
+(`device_name`, `compute_capability`, `device_label`, `profile`, `is_simulated`), copies into
+existing arrays (`copy_to_device`), arrays made elsewhere (`as_device_array`, `accepts`, `owns`),
+launch and copy logs (`launches`, `transfers`), streams and events (`stream`, `stream_label`,
+`record_event`, `event_kind`), the modeled timeline (`timeline`, `reset_timeline`), pinned host
+memory (`pinned_array`), timed copies and launches (`time_copies`, `time_launches`) and why it
+cannot run (`unavailable_reason`). FEATURES names every feature a backend may report;
+DEVICE_ARRAY_MEMBERS what every backend's device arrays have. It holds no device logic.
+
 
 from __future__ import annotations
 
