@@ -312,3 +312,24 @@ def test_cupy_arrays_reach_kernels_as_one_numba_view_without_sync():
 def test_the_module_layout_keeps_the_backend_small():
     assert len((ROOT / "gpukit" / "backends" / "cuda.py").read_text().splitlines()) < 400
     assert _cuda_arrays.CUDADeviceArray.__module__ == "gpukit.backends._cuda_arrays"
+
+
+# -- inspect on a GPU of the emulated device's compute capability -----------------------------------
+def test_inspect_falls_back_to_ptxas_when_the_gpus_numbers_cannot_be_read(monkeypatch):
+    """On a GPU of the same compute capability, resources() asks numba's compiled kernel; where
+    that fails (here: no driver, so compiling for the GPU raises) it must not crash."""
+    from numba import cuda
+
+    from gpukit.occupancy import resources as res
+
+    def kernel(a, out):
+        i = cuda.grid(1)
+        if i < out.size:
+            out[i] = a[i] * 2
+
+    signature = "void(float32[::1], float32[::1])"
+    expected = res.resources(kernel, signature, "T4")
+    res.clear_cache()
+    monkeypatch.setattr(res, "_real_gpu_cc", lambda: (7, 5))  # "the GPU here is a T4"
+    found = res.resources(kernel, signature, "T4")
+    assert found == expected and found.source == "ptxas"

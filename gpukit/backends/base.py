@@ -12,7 +12,7 @@ launch and copy logs (`launches`, `transfers`), streams and events (`stream`, `s
 memory (`pinned_array`), timed copies and launches (`time_copies`, `time_launches`) and why it
 cannot run (`unavailable_reason`). FEATURES names every feature a backend may report;
 DEVICE_ARRAY_MEMBERS what every backend's device arrays have. It holds no device logic.
-
+"""
 
 from __future__ import annotations
 

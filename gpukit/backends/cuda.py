@@ -38,14 +38,8 @@ from .base import Backend, BackendStatus, Capabilities, MemoryInfo
 from .options import SIMULATOR_ONLY_OPTIONS, launch_options, simulator_options
 from .validate import normalize_dtype, normalize_shape
 
-__all__ = [
-    "SIMULATOR_ONLY_OPTIONS",
-    "CUDABackend",
-    "CUDADeviceArray",
-    "CUDAKernel",
-    "cuda_unavailable_reason",
-    "cuda_versions",
-]
+__all__ = ["SIMULATOR_ONLY_OPTIONS", "CUDABackend", "CUDADeviceArray", "CUDAKernel",
+           "cuda_unavailable_reason", "cuda_versions"]
 
 
 class CUDABackend(Backend):
@@ -374,9 +368,7 @@ class CUDABackend(Backend):
         """"cuda-events" on a GPU; "wall" under Numba's simulator, whose events carry no time."""
         return streams.event_kind(self)
 
-    @property
-    def event_note(self) -> str:
-        return streams.SIMULATOR_EVENT_NOTE if self.simulator else ""
+    event_note = property(lambda self: streams.SIMULATOR_EVENT_NOTE if self.simulator else "")
 
     def stream(self) -> Any:
         """A numba CUDA stream, with `record_event()` returning a gpukit CUDAEvent."""
@@ -385,8 +377,7 @@ class CUDABackend(Backend):
     def stream_label(self, stream: Any) -> int | str:
         return streams.stream_label(stream)
 
-    def numba_stream(self, stream: Any) -> Any:
-        """What numba takes as `stream=`: the stream itself, or 0 for the default stream."""
+    def numba_stream(self, stream: Any) -> Any:  # numba's stream= (0: the default stream)
         return 0 if stream is None else stream
 
     def record_event(self, stream: Any = None) -> Any:

@@ -21,7 +21,7 @@ TILE = 8
 
 
 @dataclass
-class Launch:
+class Step:
     kernel: Callable
     grid: Any
     block: Any
@@ -35,7 +35,7 @@ class Case:
 
     name: str
     arrays: dict[str, np.ndarray]
-    launches: list[Launch]
+    launches: list[Step]
     expected: dict[str, np.ndarray]
     rtol: float = 0.0
     warp_intrinsics: bool = False  # Numba's CUDA simulator has none
@@ -152,34 +152,34 @@ def build(seed: int = 0) -> list[Case]:
     w = rng.integers(-9, 9, 96).astype(i32)
     fm = np.asfortranarray(rng.standard_normal((6, 5)).astype(f32))
     return [
-        Case("map", {"a": a, "out": np.zeros(200, f32)}, [Launch(scale_shift, 4, 64, ("a", "out"))],
+        Case("map", {"a": a, "out": np.zeros(200, f32)}, [Step(scale_shift, 4, 64, ("a", "out"))],
              {"out": (a * 2.5 + 1.0).astype(f32)}, rtol=1e-6),
         Case("2d map", {"a": m, "out": np.zeros_like(m)},
-             [Launch(map_2d, (2, 3), (8, 8), ("a", "out"))], {"out": m * 3 - r + c}),
+             [Step(map_2d, (2, 3), (8, 8), ("a", "out"))], {"out": m * 3 - r + c}),
         Case("3d map", {"a": v, "out": np.zeros_like(v)},
-             [Launch(map_3d, (2, 2, 3), (4, 4, 2), ("a", "out"))],
+             [Step(map_3d, (2, 2, 3), (4, 4, 2), ("a", "out"))],
              {"out": v + x + 10 * y + 100 * z}),
         Case("grid-stride loop", {"a": s, "out": np.zeros_like(s)},
-             [Launch(grid_stride_square, 2, 32, ("a", "out"))], {"out": s * s}),
+             [Step(grid_stride_square, 2, 32, ("a", "out"))], {"out": s * s}),
         Case("shared-memory reverse", {"a": rev, "out": np.zeros_like(rev)},
-             [Launch(shared_reverse, 3, 32, ("a", "out"))],
+             [Step(shared_reverse, 3, 32, ("a", "out"))],
              {"out": rev.reshape(3, 32)[:, ::-1].reshape(-1)}),
         Case("dynamic shared memory", {"a": rev, "out": np.zeros_like(rev)},
-             [Launch(dynamic_reverse, 3, 32, ("a", "out"), dynamic_shared_bytes=32 * 4)],
+             [Step(dynamic_reverse, 3, 32, ("a", "out"), dynamic_shared_bytes=32 * 4)],
              {"out": rev.reshape(3, 32)[:, ::-1].reshape(-1)}),
         Case("dot product (shared + atomics)", {"a": da, "b": db, "out": np.zeros(1, f32)},
-             [Launch(dot_shared_atomic, 2, 32, ("a", "b", "out"))],
+             [Step(dot_shared_atomic, 2, 32, ("a", "b", "out"))],
              {"out": np.array([np.dot(da.astype(np.float64), db)], f32)}, rtol=1e-4),
         Case("histogram (atomics)", {"data": data, "hist": np.zeros(16, i32)},
-             [Launch(histogram, 4, 128, ("data", "hist"))],
+             [Step(histogram, 4, 128, ("data", "hist"))],
              {"hist": np.bincount(data, minlength=16).astype(i32)}),
         Case("tiled matmul", {"a": ma, "b": mb, "c": np.zeros((19, 10), f32)},
-             [Launch(matmul_tiled, (2, 3), (TILE, TILE), ("a", "b", "c"))],
+             [Step(matmul_tiled, (2, 3), (TILE, TILE), ("a", "b", "c"))],
              {"c": (ma.astype(np.float64) @ mb).astype(f32)}, rtol=1e-5),
         Case("Fortran order", {"a": fm, "out": np.asfortranarray(np.zeros_like(fm))},
-             [Launch(map_2d, (1, 1), (8, 8), ("a", "out"))],
+             [Step(map_2d, (1, 1), (8, 8), ("a", "out"))],
              {"out": fm * 3 - np.indices(fm.shape)[0] + np.indices(fm.shape)[1]}, rtol=1e-6),
         Case("warp shuffle sums", {"a": w, "out": np.zeros(3, i32)},
-             [Launch(warp_sums, 1, 96, ("a", "out"))], {"out": w.reshape(3, 32).sum(axis=1)},
+             [Step(warp_sums, 1, 96, ("a", "out"))], {"out": w.reshape(3, 32).sum(axis=1)},
              warp_intrinsics=True),
     ]
