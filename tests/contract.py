@@ -173,16 +173,27 @@ def check_numba_style_array_methods(backend):
 
 
 def check_copies_on_streams(backend):
-    simulator_lacks(backend, "copy_to_host", "stream")
     stream = backend.stream()
     pinned = backend.pinned_array(8, np.float32)
     pinned[...] = np.arange(8)
     device = backend.to_device(pinned, stream=stream)
     target = backend.allocate(8, np.float32)
     backend.copy_to_device(pinned, target, stream=stream)
-    out = backend.pinned_array(8, np.float32)
+    out, back = backend.pinned_array(8, np.float32), backend.pinned_array(8, np.float32)
     backend.to_host(target, out=out, stream=stream)
-    device.copy_to_host(backend.pinned_array(8, np.float32), stream=stream)
+    backend.to_host(device, out=back, stream=stream)
+    stream.synchronize()
+    np.testing.assert_array_equal(out, np.arange(8))
+    np.testing.assert_array_equal(back, np.arange(8))
+
+
+def check_array_copies_on_streams(backend):
+    simulator_lacks(backend, "copy_to_host", "stream")
+    stream = backend.stream()
+    device = backend.allocate(8, np.float32)
+    device.copy_to_device(np.arange(8, dtype=np.float32), stream=stream)
+    out = backend.pinned_array(8, np.float32)
+    device.copy_to_host(out, stream=stream)
     stream.synchronize()
     np.testing.assert_array_equal(out, np.arange(8))
 
