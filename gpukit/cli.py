@@ -1,9 +1,10 @@
-"""The `gpukit` command: `gpukit info`, `gpukit devices`, `gpukit occupancy ...`.
+"""The `gpukit` command: `gpukit info`, `gpukit devices`, `gpukit occupancy ...`, `selftest`.
 
 `info` reports each backend (usable, or why not), the selected backend's device and memory, and
 whether kernels can be inspected; `devices` prints the device profiles and the per-compute-
-capability limits; `occupancy` runs the occupancy calculator (or searches the best block size).
-It only reports: it launches nothing. Bad arguments exit with status 2, gpukit errors with 1.
+capability limits; `occupancy` runs the occupancy calculator (or searches the best block size);
+`selftest` runs `gpukit.selftest` (the only command that launches kernels). Bad arguments
+exit with status 2, gpukit errors with 1.
 """
 
 from __future__ import annotations
@@ -203,7 +204,26 @@ def build_parser() -> argparse.ArgumentParser:
     occ.add_argument("--curve", choices=sorted(_CURVES),
                      help="also print occupancy against threads, registers or shared memory")
     occ.set_defaults(run=_occupancy)
+
+    test = commands.add_parser(
+        "selftest", help="run kernels, ops, copies, timing and memory checks on every backend",
+        description="Runs gpukit's kernel corpus, the ops, transfers, timing, streams and memory "
+        "accounting on each available backend, compares every result with numpy and between "
+        "backends, and prints a verdict with the driver, runtime and library versions. Exits 0 "
+        "only when every check passed.")
+    test.add_argument("--backend", action="append", choices=["cpu", "cuda"],
+                      help="test only this backend (repeatable; default: every backend)")
+    test.add_argument("--quick", action="store_true",
+                      help="four corpus kernels and two ops instead of all of them")
+    test.set_defaults(run=_selftest)
     return parser
+
+
+def _selftest(args: argparse.Namespace) -> int:
+    from .selftest import selftest  # lazy: the self-test imports numba and compiles kernels
+    report = selftest(args.backend, quick=args.quick)
+    print(report.text())
+    return 0 if report.passed else 1
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -200,6 +200,56 @@ def name_key(name: str) -> str:
     return "".join(ch for ch in name.lower() if ch.isalnum())
 
 
+def name_tokens(name: str) -> frozenset[str]:
+    """The words of a device name, lower case ("NVIDIA A100-SXM4-40GB" -> a100, sxm4, 40gb, ...)."""
+    words, word = set(), []
+    for ch in name.lower() + " ":
+        if ch.isalnum():
+            word.append(ch)
+        elif word:
+            words.add("".join(word))
+            word = []
+    return frozenset(words)
+
+
+def names_device(name: str, device_name: str) -> bool:
+    """Whether `name` (a profile name or alias, such as "A100" or "T4") names the GPU the driver
+    calls `device_name`: every word of `name` is a whole word of `device_name`, so "L4" names
+    "NVIDIA L4" but not "NVIDIA L40S", and "A100" names "NVIDIA A100-SXM4-80GB"."""
+    wanted = name_tokens(name)
+    return bool(wanted) and wanted <= name_tokens(device_name)
+
+
+def match_profile(device_name: str) -> DeviceProfile | None:
+    """The named profile of a real GPU, from the name its driver reports, or None: the profile
+    one of whose names matches with the most words (see `names_device`)."""
+    best, best_words = None, 0
+    for profile in PROFILES.values():
+        for alias in (profile.name, *profile.aliases):
+            words = len(name_tokens(alias))
+            if names_device(alias, device_name) and words > best_words:
+                best, best_words = profile, words
+    return best
+
+
+# FP32 lanes (CUDA cores) per SM, per compute capability major.minor: a real GPU's peak FP32 is
+# SMs x lanes x 2 (a fused multiply-add) x clock.
+FP32_LANES_PER_SM = {(5, 0): 128, (5, 2): 128, (6, 0): 64, (6, 1): 128, (7, 0): 64, (7, 5): 64,
+                     (8, 0): 64, (8, 6): 128, (8, 9): 128, (9, 0): 128, (10, 0): 128,
+                     (12, 0): 128}
+# A GPU's host link generation when nothing names it (the driver does not report it).
+ASSUMED_PCIE_GEN = 4
+
+
+def known_cc(cc: tuple[int, int]) -> tuple[int, int]:
+    """`cc` if gpukit's tables have it, else the closest one below it (same major first), so a
+    newer GPU (e.g. CC 8.7 or 12.1) is described with the limits of its family."""
+    if cc in COMPUTE_CAPABILITIES:
+        return cc
+    below = [k for k in COMPUTE_CAPABILITIES if k <= cc]
+    return max(below) if below else min(COMPUTE_CAPABILITIES)
+
+
 _BY_KEY = {name_key(alias): p for p in PROFILES.values() for alias in (p.name, *p.aliases)}
 
 

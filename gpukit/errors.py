@@ -165,6 +165,12 @@ class KernelTypingError(UnsupportedKernelError):
     numba-cuda's reason. The simulator rejects exactly what numba-cuda rejects."""
 
 
+class KernelFaultError(KernelError):
+    """A kernel faulted on a real GPU (an illegal address, a trap, a misaligned access...). The
+    GPU does not say which thread; CUDA's error is sticky, so the process's GPU context is lost:
+    every later call on that backend raises this again until the Python process restarts."""
+
+
 class GpukitWarning(UserWarning):
     """Root of gpukit's warnings."""
 

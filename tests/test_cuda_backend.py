@@ -204,13 +204,18 @@ def test_make_dispatcher_caching_falls_back_with_a_warning():
 
 def test_cuda_kernel_wrapper():
     launches = []
+    backend = types.SimpleNamespace(launch_kernel=lambda *args, **options: launches.append(
+        (args, options)))
     dispatcher = types.SimpleNamespace(py_func=_kernel, definitions={"sig": 1})
-    kernel = CUDAKernel(dispatcher, _kernel, lambda *call: launches.append(call))
+    kernel = CUDAKernel(dispatcher, _kernel, backend)
     kernel[(2, 2), 32](np.ones(1))
     kernel[4, 64, "stream", 128]("arg")
-    assert launches[0][1:5] == ((2, 2), 32, 0, 0) and launches[1][1:] == (4, 64, "stream", 128,
-                                                                          "arg")
-    assert (kernel.name, kernel.py_func, kernel.definitions) == ("_kernel", _kernel, {"sig": 1})
+    assert launches[0][0][1:3] == ((2, 2), 32)
+    assert launches[0][1] == {"stream": 0, "dynamic_shared_bytes": 0}
+    assert launches[1] == ((kernel, 4, 64, "arg"), {"stream": "stream",
+                                                    "dynamic_shared_bytes": 128})
+    assert (kernel.name, kernel.py_func, kernel.definitions, kernel.param_names) == (
+        "_kernel", _kernel, {"sig": 1}, ["x"])
 
 
 # -- on a real GPU ---------------------------------------------------------------------------------

@@ -121,3 +121,56 @@ def test_notebook_imports_only_the_public_api(path: Path) -> None:
                 assert module.split(".")[0] in ALLOWED_IMPORTS, module
                 assert not any(part.startswith("_") for part in module.split(".")), module
                 assert not module.startswith("gpukit.sim"), "the simulator's internals"
+
+
+# -- every lesson runs on either backend -----------------------------------------------------------
+# Errors only the simulator raises: a GPU does not check these (it faults, or computes garbage).
+SIMULATOR_ERRORS = {"OutOfBoundsError", "RaceConditionError", "BarrierError",
+                    "UninitializedMemoryError", "KernelArithmeticError", "KernelTimeoutError",
+                    "HostMemoryBudgetError", "TraceTooLargeError"}
+
+
+def _contract_members() -> set[str]:
+    from gpukit.backends.base import Backend
+    return {name for name in dir(Backend) if not name.startswith("_")}
+
+
+def _auto_backends(tree: ast.AST) -> set[str]:
+    """Names bound to gpukit.get_backend() or get_backend("auto"): CUDA on a GPU machine."""
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
+            func = node.value.func
+            called = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+            args = [a.value for a in node.value.args if isinstance(a, ast.Constant)]
+            if called == "get_backend" and args in ([], ["auto"]):
+                names |= {t.id for t in node.targets if isinstance(t, ast.Name)}
+    return names
+
+
+def _uses(node: ast.AST, names: set[str]) -> bool:
+    return any(isinstance(n, ast.Name) and n.id in names for n in ast.walk(node))
+
+
+@pytest.mark.parametrize("path", ALL_NOTEBOOKS, ids=lambda p: str(p.relative_to(NOTEBOOKS)))
+def test_lessons_use_only_the_contract_on_the_auto_backend(path: Path) -> None:
+    """What a notebook asks of `gpukit.get_backend()` exists on both backends, and it expects
+    simulator-only errors (and traces) only from `get_backend("cpu")`."""
+    tree = ast.parse("\n".join(_code(path)))
+    auto = _auto_backends(tree) or {"backend"}
+    members, problems = _contract_members(), []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) \
+                and node.value.id in auto and node.attr not in members:
+            problems.append(f"line {node.lineno}: {node.value.id}.{node.attr} is not in the "
+                            "Backend contract")
+        if isinstance(node, ast.Try) and any(_uses(stmt, auto) for stmt in node.body):
+            caught = {n.id for h in node.handlers for n in ast.walk(h.type or ast.Name("_"))
+                      if isinstance(n, ast.Name)}
+            problems += [f"line {node.lineno}: expects {name} from the auto backend"
+                         for name in sorted(caught & SIMULATOR_ERRORS)]
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                and _uses(node.func.value, auto) \
+                and any(k.arg == "trace" for k in node.keywords):
+            problems.append(f"line {node.lineno}: traces a launch on the auto backend")
+    assert problems == []

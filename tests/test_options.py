@@ -7,7 +7,6 @@ import pytest
 
 from gpukit.backends.options import (
     CHECKS,
-    SIMULATOR_ONLY_OPTIONS,
     launch_options,
     normalize_checks,
     normalize_flops,
@@ -16,7 +15,7 @@ from gpukit.backends.options import (
     normalize_watchdog,
     simulator_options,
 )
-from gpukit.errors import InvalidOptionError, OptionTypeError
+from gpukit.errors import InvalidOptionError, OptionTypeError, UnsupportedOperationError
 from gpukit.trace import Recorder
 
 ALL_ON = dict.fromkeys(CHECKS, True)
@@ -82,13 +81,20 @@ def test_launch_options_fill_in_the_backends_defaults():
     assert launch_options({"watchdog_s": "default"}, defaults).watchdog_s is None
 
 
-def test_a_backend_without_the_simulator_refuses_its_options():
-    for name in sorted(SIMULATOR_ONLY_OPTIONS):
-        with pytest.raises(OptionTypeError, match=f"option\\(s\\) {name} apply to the CPU "
-                                                  "simulator only"):
-            launch_options({name: 1}, None, backend="cuda")
+def test_a_backend_without_the_simulator_checks_its_options_and_refuses_traces():
+    """The simulator's options mean nothing on a GPU but get the same checks, so code written
+    for one backend runs on the other; a trace cannot be recorded there."""
+    opts = launch_options({"checks": False, "schedule": "shuffle", "seed": 3, "watchdog_s": 1},
+                          None, backend="cuda")
+    assert (opts.schedule, opts.seed) == ("shuffle", 3)
+    with pytest.raises(OptionTypeError, match="checks must be True, False, a dict or a list"):
+        launch_options({"checks": 1}, None, backend="cuda")
+    with pytest.raises(UnsupportedOperationError, match=r"launch_kernel\(trace=...\) records "
+                                                        "what each simulated thread touched"):
+        launch_options({"trace": True}, None, backend="cuda")
     with pytest.raises(OptionTypeError, match="unexpected option\\(s\\) grid; the CUDA backend "
-                                              "accepts stream, dynamic_shared_bytes and flops$"):
+                                              "accepts stream, dynamic_shared_bytes, flops, "
+                                              "checks, schedule, seed, trace and watchdog_s$"):
         launch_options({"grid": 1}, None, backend="cuda")
 
 

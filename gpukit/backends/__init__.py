@@ -70,29 +70,45 @@ def _cuda_usable() -> tuple[bool, str]:
     return reason is None, reason or ""
 
 
-def _resolve(name: str) -> str:
+def _resolve(name: str, options: dict[str, Any]) -> str:
     name = name.lower()
     if name == "auto":
         override = os.environ.get("GPUKIT_BACKEND", "").strip().lower()
         if override and override != "auto":
             return override
         # A real GPU only: under Numba's simulator (NUMBA_ENABLE_CUDASIM=1) gpukit's own wins.
-        return "cuda" if _cuda_usable()[0] and not simulator_enabled() else "cpu"
+        if not _cuda_usable()[0] or simulator_enabled():
+            return "cpu"
+        # device="A100": this GPU if it is one, else a simulated A100
+        if options.get("device") is not None and not _cuda_has(options["device"]):
+            return "cpu"
+        return "cuda"
     return name
+
+
+def _cuda_has(device: Any) -> bool:
+    from .cuda import CUDABackend  # lazy: numba loads only when a GPU is usable
+    try:
+        return CUDABackend(device=device).check_available()
+    except GpukitError:
+        return False
 
 
 def get_backend(name: str = "auto", **options: Any) -> Backend:
     """The backend called `name`, made current.
 
     Without options the same instance is returned each time (so its memory accounting is shared);
-    with options (such as `device="A100"` or `checks=False`) a new instance is made.
+    with options (such as `device="A100"` or `checks=False`) a new instance is made. Both
+    backends take the same options: on a GPU machine "auto" with `device="A100"` gives the GPU
+    if it is an A100 and a simulated A100 otherwise; the simulator's options (checks, schedule,
+    seed, watchdog_s, ...) are checked on CUDA too and change nothing there.
     Raises `BackendUnavailableError` (saying why) for a backend that cannot run here, and
     `UnknownBackendError` for a name nobody registered.
     """
     global _current
     if not isinstance(name, str):
         raise ArgumentTypeError(f"backend name must be a string, got {type(name).__name__}")
-    key = _resolve(name)
+    key = _resolve(name, options)
     if key not in _FACTORIES:
         known = ", ".join(["auto", *_FACTORIES])
         if name.lower() == "auto":  # the name came from the environment

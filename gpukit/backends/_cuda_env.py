@@ -1,23 +1,23 @@
-"""What the CUDA backend finds in this process: numba-cuda, a driver, a GPU, NVVM, CuPy.
+"""What the CUDA backend finds in this process: numba-cuda, a driver, a GPU, the toolkit, CuPy.
 
 `cuda_unavailable_reason()` answers once per process, and never raises, whether CUDABackend can
-run here and, if not, why in words a learner can act on. It also holds the small helpers that
-import numba-cuda and CuPy lazily, and reads a GPU's launch limits (`read_capabilities`). It does
-not create CUDA contexts or allocate anything.
+run here and, if not, why in words a learner can act on: no numba-cuda, no driver, no GPU, CUDA
+libraries missing or from a system toolkit (`_cuda_toolkit`), or no context can be created on
+GPU 0 (then "auto" falls back to the simulator instead of failing on first use). It also holds
+the small helpers that import numba-cuda and CuPy lazily. It allocates nothing.
 """
 
 from __future__ import annotations
 
 import functools
-import importlib.metadata
 import importlib.util
 import os
 import weakref
 from collections.abc import Callable
 from typing import Any
 
-from ..devices import COMPUTE_CAPABILITIES
-from .base import Capabilities
+from ._cuda_arrays import CUDADeviceArray
+from ._cuda_toolkit import driver_version, load_toolkit, package_version, toolkit_problem
 
 _USE_CPU = "gpukit uses its CPU simulator instead (get_backend('cpu'))"
 
@@ -35,13 +35,6 @@ def simulator_enabled() -> bool:
         return bool(numba_cuda().config.ENABLE_CUDASIM)
     except Exception:  # noqa: BLE001 - numba-cuda missing or broken: read the switch itself
         return os.environ.get("NUMBA_ENABLE_CUDASIM", "0") not in ("", "0")
-
-
-def package_version(distribution: str) -> str | None:
-    try:
-        return importlib.metadata.version(distribution)
-    except importlib.metadata.PackageNotFoundError:
-        return None
 
 
 @functools.cache
@@ -69,10 +62,30 @@ def _probe() -> str | None:
         return reason
     if device_count() == 0:
         return "the CUDA driver found no GPU; " + _USE_CPU
-    from numba.cuda.cudadrv import nvvm
-    if not nvvm.is_available():
-        return ("NVVM (libnvvm), which numba-cuda needs to compile kernels, was not found: "
-                "pip install nvidia-cuda-nvcc-cu12 (gpukit's 'inspect' extra)")
+    reason = toolkit_problem(load_toolkit(), driver_version())
+    if reason is not None:
+        return f"{reason}; until then " + _USE_CPU
+    return context_problem(0)
+
+
+def create_context(device_id: int) -> None:
+    """Make GPU `device_id`'s primary context current (what every later CUDA call needs)."""
+    cuda = numba_cuda()
+    cuda.select_device(device_id)
+    cuda.current_context()
+
+
+@functools.cache
+def context_problem(device_id: int) -> str | None:
+    """Why no CUDA context can be made on GPU `device_id` (out of memory, exclusive-process
+    mode, a driver that does not match, ...), or None. Cached; never raises."""
+    try:
+        create_context(device_id)
+    except Exception as exc:  # noqa: BLE001 - CudaAPIError, CudaSupportError, ...: reported
+        text = " ".join(f"{type(exc).__name__}: {exc}".split())
+        return (f"a CUDA context could not be created on GPU {device_id} ({text}); another "
+                "process may hold the GPU, or its memory may be full (nvidia-smi shows both); "
+                + _USE_CPU)
     return None
 
 
@@ -117,15 +130,6 @@ def cupy_usable() -> bool:
         return False
 
 
-def runtime_version() -> str | None:
-    """"major.minor" of the CUDA runtime numba-cuda loaded, or None. Never raises."""
-    try:
-        major, minor = numba_cuda().runtime.get_version()
-    except Exception:  # noqa: BLE001 - informational only
-        return None
-    return f"{major}.{minor}" if major >= 0 else None
-
-
 class ArrayTable:
     """Device arrays by identity, with a value each, without keeping them alive.
 
@@ -153,6 +157,9 @@ class ArrayTable:
         entry = self._entries.get(id(array))
         return entry is not None and entry[0]() is array
 
+    def get(self, array: Any, default: Any = None) -> Any:
+        return self._entries[id(array)][1] if array in self else default
+
     def pop(self, array: Any, default: Any = None) -> Any:
         if array not in self:
             return default
@@ -175,7 +182,10 @@ def _identity(value: Any) -> Any:
 
 
 def device_kind(obj: Any) -> str | None:
-    """"cupy", "numba" (the simulator's arrays too), "cai" (another GPU array) or None."""
+    """"gpukit" (a CUDABackend array), "cupy", "numba" (Numba's simulator's arrays too), "cai"
+    (another GPU array) or None."""
+    if isinstance(obj, CUDADeviceArray):
+        return "gpukit"
     if type(obj).__module__.partition(".")[0] == "cupy" and hasattr(obj, "get"):
         return "cupy"
     if getattr(obj, "__cuda_ndarray__", False):
@@ -192,35 +202,3 @@ def host_memory() -> tuple[int, int]:
         return os.sysconf("SC_AVPHYS_PAGES") * page, os.sysconf("SC_PHYS_PAGES") * page
     except (AttributeError, ValueError, OSError):
         return 0, 0
-
-
-def read_capabilities(cuda: Any, device_id: int, cc: tuple[int, int], total_bytes: int,
-                      simulator: bool) -> Capabilities:
-    """The launch limits and features of GPU `device_id` (of compute capability `cc`), read from
-    the driver; under Numba's simulator, which has no attributes, gpukit's table for `cc`."""
-    if simulator:
-        limits = COMPUTE_CAPABILITIES.get(cc) or COMPUTE_CAPABILITIES[(5, 2)]
-        return Capabilities(
-            limits.warp_size, limits.max_threads_per_block, limits.max_block_dim,
-            limits.max_grid_dim, limits.shared_mem_per_block,
-            limits.shared_mem_per_block_optin, cc, 1, total_bytes,
-            frozenset({"atomics", "shared_memory", "dynamic_shared_memory", "syncthreads",
-                       "float16", "simulator"} | ({"cupy"} if cupy_usable() else set())))
-    dev = cuda.list_devices()[device_id]
-    features = {"atomics", "shared_memory", "dynamic_shared_memory", "syncthreads",
-                "warp_shuffle", "warp_vote", "streams", "events", "constant_memory"}
-    features |= {name for name, min_cc in (("float16", (5, 3)), ("float64_atomics", (6, 0)),
-                                           ("bfloat16", (8, 0)), ("tensor_cores", (7, 0)))
-                 if cc >= min_cc}
-    if dev.COOPERATIVE_LAUNCH:
-        features.add("cooperative_launch")
-    if cupy_usable():  # device arrays are CuPy's, and cuBLAS is there through it
-        features.add("cupy")
-    return Capabilities(
-        warp_size=dev.WARP_SIZE, max_threads_per_block=dev.MAX_THREADS_PER_BLOCK,
-        max_block_dim=(dev.MAX_BLOCK_DIM_X, dev.MAX_BLOCK_DIM_Y, dev.MAX_BLOCK_DIM_Z),
-        max_grid_dim=(dev.MAX_GRID_DIM_X, dev.MAX_GRID_DIM_Y, dev.MAX_GRID_DIM_Z),
-        shared_mem_per_block=dev.MAX_SHARED_MEMORY_PER_BLOCK,
-        shared_mem_per_block_optin=dev.MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
-        compute_capability=cc, sm_count=dev.MULTIPROCESSOR_COUNT, total_memory_bytes=total_bytes,
-        features=frozenset(features))

@@ -18,30 +18,46 @@ from ..errors import ArgumentTypeError, LaunchConfigError
 
 class CUDAKernel:
     """A compiled kernel: `kernel[grid, block](*args)` or
-    `kernel[grid, block, stream, dynamic_shared_bytes](*args)`.
+    `kernel[grid, block, stream, dynamic_shared_bytes](*args)`, launched through its backend.
 
-    `py_func` is the Python function, `name` its name and `dispatcher` numba's kernel object,
-    whose own attributes (`inspect_types`, `definitions`, ...) are readable here too.
+    `py_func` is the Python function, `name` its name, `param_names` its parameters and
+    `dispatcher` numba's kernel object, whose own attributes (`inspect_types`, `definitions`,
+    ...) are readable here too. `occupancy(...)` as on the simulator's kernels.
     """
 
-    def __init__(self, dispatcher: Any, py_func: Callable, launch: Callable[..., None]):
+    def __init__(self, dispatcher: Any, py_func: Callable, backend: Any):
         self.dispatcher = dispatcher
         self.py_func = py_func
+        self.backend = backend
         self.name: str = getattr(py_func, "__name__", "kernel")
-        self._launch = launch  # the backend's launcher: (kernel, grid, block, stream, smem, *args)
+        try:
+            self.param_names = list(inspect.signature(py_func).parameters)
+        except (TypeError, ValueError):
+            self.param_names = []
 
-    def __getitem__(self, config: Any) -> Callable[..., None]:
+    def __getitem__(self, config: Any) -> Callable[..., Any]:
         if not isinstance(config, tuple) or not 2 <= len(config) <= 4:
             raise LaunchConfigError(
                 f"launch kernel '{self.name}' as {self.name}[grid, block](...) or "
                 f"{self.name}[grid, block, stream, dynamic_shared_bytes](...), got [{config!r}]")
         grid, block, stream, shared_bytes = (*config, 0, 0)[:4]
-        return functools.partial(self._launch, self, grid, block, stream or 0, shared_bytes)
+        return functools.partial(self.backend.launch_kernel, self, grid, block,
+                                 stream=stream or 0, dynamic_shared_bytes=shared_bytes)
 
     def __call__(self, *args: Any, **kwargs: Any) -> None:
         raise LaunchConfigError(
             f"kernel '{self.name}' needs a launch configuration: call it as "
             f"{self.name}[grid, block](...)")
+
+    def occupancy(self, block: Any, device: Any = None, args: Any = None,
+                  dynamic_shared_bytes: int = 0) -> Any:
+        """Theoretical occupancy of this kernel at `block` threads on `device` (default: this
+        GPU), from its registers and static shared memory for the types of `args` (default:
+        its only compiled signature)."""
+        from ..occupancy.resources import kernel_occupancy  # lazy: numba loads on first use
+        return kernel_occupancy(self, block, device or self.backend.profile,
+                                None if args is None else tuple(args),
+                                dynamic_shared_bytes=dynamic_shared_bytes)
 
     def __getattr__(self, attr: str) -> Any:
         if attr in ("dispatcher", "__setstate__"):  # not set yet: avoid recursion

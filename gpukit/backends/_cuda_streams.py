@@ -15,11 +15,11 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ArgumentTypeError, TransferError
+from ..errors import ArgumentTypeError
 from ..launches import LaunchRecord
 from ..occupancy import occupancy
 from ..utils import as_choice, as_int
-from .validate import check_copy_target, check_host_array, normalize_dtype, normalize_shape
+from .validate import check_array_size, normalize_dtype, normalize_shape
 
 _stream_ids = itertools.count(1)
 
@@ -103,49 +103,11 @@ def stream_label(stream: Any) -> int | str:
 
 def pinned_array(backend: Any, shape: Any, dtype: Any = "float32") -> np.ndarray:
     """Page-locked host memory (numba's `cuda.pinned_array`): faster, asynchronous copies."""
+    shape, dtype = normalize_shape(shape), normalize_dtype(dtype)
+    check_array_size(shape, dtype, operation="pinned_array")
     cuda = backend.require_cuda()
-    with backend.device_scope():
-        return cuda.pinned_array(normalize_shape(shape), normalize_dtype(dtype))
-
-
-def _numba_view(backend: Any, array: Any, kind: str) -> Any:
-    return array if kind == "numba" else backend.require_cuda().as_cuda_array(array)
-
-
-def to_device_async(backend: Any, array: Any, stream: Any) -> Any:
-    """A device copy of `array` enqueued on `stream` (asynchronous when `array` is pinned)."""
-    host = check_host_array(array, operation="to_device")
-    if not host.flags.c_contiguous:  # the device array is C-ordered
-        host = np.ascontiguousarray(host)
-    device = backend.allocate(host.shape, host.dtype)
-    try:
-        with backend.device_scope():
-            _numba_view(backend, device, backend.device_kind_of(device, "to_device")
-                        ).copy_to_device(host, stream=stream)
-    except BaseException:
-        backend.free(device)  # leave nothing allocated behind
-        raise
-    return device
-
-
-def to_host_async(backend: Any, array: Any, out: np.ndarray | None, stream: Any) -> np.ndarray:
-    """Copy `array` to `out` (a new pageable array if None) on `stream`; read it only after
-    synchronising the stream."""
-    kind = backend.device_kind_of(array, "to_host")
-    if out is None:
-        out = np.empty(array.shape, array.dtype)
-    elif not isinstance(out, np.ndarray):
-        raise TransferError(f"to_host's out must be a numpy array, got {type(out).__name__}")
-    else:
-        check_copy_target(out, array.shape, array.dtype, operation="to_host")
-        if out.dtype.byteorder not in "=|" or not out.flags.c_contiguous:
-            raise TransferError(
-                f"to_host(..., stream=...): out is a {out.dtype} array with strides "
-                f"{out.strides}; an asynchronous copy lands in place, so out must be "
-                "C-contiguous in native byte order (copy without stream=, which converts)")
-    with backend.device_scope():
-        _numba_view(backend, array, kind).copy_to_host(out, stream=stream)
-    return out
+    with backend.device_call():
+        return cuda.pinned_array(shape, dtype)
 
 
 def time_copies(backend: Any, direction: str, nbytes: int, pinned: bool,

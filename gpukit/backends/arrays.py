@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from ..sim.memory import DeviceArray
+from ._cuda_arrays import CUDADeviceArray
 from ._cuda_env import device_kind
 
 __all__ = ["describe_device_array", "device_array_kind", "is_c_contiguous", "is_freed",
@@ -20,30 +21,33 @@ __all__ = ["describe_device_array", "device_array_kind", "is_c_contiguous", "is_
 
 
 def device_array_kind(value: Any) -> str | None:
-    """"simulator" (gpukit's CPU simulator), "cupy", "numba", "cai" (another array with
-    __cuda_array_interface__) or None when `value` is no device array."""
+    """"simulator" (gpukit's CPU simulator), "cuda" (gpukit's CUDA backend), "cupy", "numba",
+    "cai" (another array with __cuda_array_interface__) or None when `value` is no device
+    array."""
     if isinstance(value, DeviceArray):
         return "simulator"
-    return device_kind(value)
+    kind = device_kind(value)
+    return "cuda" if kind == "gpukit" else kind
 
 
 def describe_device_array(value: Any) -> str:
     """A few words for messages: "a device array of gpukit's CPU simulator", "a CuPy array in
     GPU memory", ..."""
     return {"simulator": "a device array of gpukit's CPU simulator",
+            "cuda": "a device array of gpukit's CUDA backend",
             "cupy": "a CuPy array in GPU memory",
             "numba": "a Numba device array in GPU memory"}.get(
         device_array_kind(value), f"a GPU array ({type(value).__name__}) in GPU memory")
 
 
 def is_freed(value: Any) -> bool:
-    """Whether `value` is a simulated device array that was freed (others cannot tell)."""
-    return isinstance(value, DeviceArray) and value.is_freed
+    """Whether `value` is a gpukit device array (of either backend) that was freed."""
+    return isinstance(value, (DeviceArray, CUDADeviceArray)) and value.is_freed
 
 
 def is_c_contiguous(value: Any) -> bool:
     """Whether a device array (of any kind) is C-contiguous."""
-    if isinstance(value, DeviceArray):
+    if isinstance(value, (DeviceArray, CUDADeviceArray)):
         return value.layout == "C"
     check = getattr(value, "is_c_contiguous", None)  # Numba device arrays
     if callable(check):

@@ -1,15 +1,17 @@
-"""The backend contract every gpukit backend implements.
+"""The backend contract every gpukit backend implements, with the same types, errors and semantics.
 
 `Backend` keeps the seed interface's names and signatures (name, is_available, compile_kernel,
 allocate, to_device, to_host, synchronize; launch_kernel, get_memory_info, supports_feature with
 defaults) and adds free, capabilities, status, version, initialize/shutdown (also as a context
-manager), supports_device and memory_info. For timing, tracing, widgets and ops it also says, with
-defaults a backend overrides where it can do more: whether it is gpukit's simulator
-(`is_simulated`) and of which device (`profile`), its launch and copy logs (`launches`,
-`transfers`), streams and events (`stream`, `stream_label`, `record_event`, `event_kind`), its
-modeled timeline (`timeline`), pinned host memory (`pinned_array`), timed copies
-(`time_copies`), whether an array is its own (`owns`) and why it cannot run
-(`unavailable_reason`). So no module needs to look at a backend's private attributes. It holds no device logic of its own.
+manager), supports_device and memory_info. Everything notebooks, timing, tracing, widgets and ops
+use is here too, with defaults a backend overrides where it can do more: the device's facts
+(`device_name`, `compute_capability`, `device_label`, `profile`, `is_simulated`), copies into
+existing arrays (`copy_to_device`), arrays made elsewhere (`as_device_array`, `accepts`, `owns`),
+launch and copy logs (`launches`, `transfers`), streams and events (`stream`, `stream_label`,
+`record_event`, `event_kind`), the modeled timeline (`timeline`, `reset_timeline`), pinned host
+memory (`pinned_array`), timed copies and launches (`time_copies`, `time_launches`) and why it
+cannot run (`unavailable_reason`). FEATURES names every feature a backend may report;
+DEVICE_ARRAY_MEMBERS what every backend's device arrays have. It holds no device logic.
 """
 
 from __future__ import annotations
@@ -21,11 +23,42 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from ..devices import DeviceProfile
-from ..errors import ArgumentTypeError, UnsupportedOperationError
+from ..errors import ArgumentTypeError, TransferError, UnsupportedOperationError
 from ..launches import LaunchRecord
 
 # Pressure levels of `MemoryInfo`: low < 70% used <= medium < 85% <= high < 95% <= critical.
 PRESSURE_LEVELS = (("low", 0.70), ("medium", 0.85), ("high", 0.95), ("critical", float("inf")))
+
+# The feature names `Capabilities.features` and `supports_feature` use, on every backend.
+FEATURES: dict[str, str] = {
+    "shared_memory": "cuda.shared.array", "dynamic_shared_memory": "cuda.shared.array(0, ...)",
+    "atomics": "cuda.atomic.*", "syncthreads": "cuda.syncthreads and its variants",
+    "warp_shuffle": "cuda.shfl_*_sync", "warp_vote": "cuda.all_sync, any_sync, ballot_sync",
+    "local_memory": "cuda.local.array", "constant_memory": "cuda.const.array_like",
+    "device_functions": "cuda.jit(device=True)", "float64": "double precision arithmetic",
+    "streams": "backend.stream()", "events": "backend.record_event()",
+    "pinned_memory": "backend.pinned_array()",
+    # the simulator's own
+    "simulated": "gpukit's simulator", "tracing": "launch_kernel(..., trace=True)",
+    "race_detection": "checks: races", "bounds_checking": "checks: bounds",
+    "barrier_checking": "checks: barriers", "uninitialized_memory_checking": "checks: uninitialized",
+    # a real GPU's
+    "float16": "half precision", "float64_atomics": "cuda.atomic.add on float64",
+    "bfloat16": "bfloat16 arithmetic", "tensor_cores": "tensor core instructions",
+    "cooperative_launch": "grid-wide synchronisation", "cupy": "device arrays are CuPy's",
+    "cublas": "cuBLAS (ops.gemm variant='library')",
+    "numba_simulator": "Numba's CUDA simulator stands in for the GPU",
+}
+# What every backend that runs kernels supports: lessons may use these anywhere.
+KERNEL_FEATURES = frozenset({
+    "shared_memory", "dynamic_shared_memory", "atomics", "syncthreads", "warp_shuffle",
+    "warp_vote", "local_memory", "constant_memory", "device_functions", "float64", "streams",
+    "events"})
+# The members a device array has on every backend (gpukit.sim.memory.DeviceArray on the
+# simulator, gpukit.backends._cuda_arrays.CUDADeviceArray on CUDA).
+DEVICE_ARRAY_MEMBERS = (
+    "shape", "dtype", "strides", "ndim", "size", "itemsize", "nbytes", "layout", "is_view",
+    "is_freed", "copy_to_host", "copy_to_device", "reshape", "__getitem__", "__len__")
 
 
 @dataclass(frozen=True)
@@ -208,6 +241,40 @@ class Backend(ABC):
         """Whether this backend can run as `device` (a profile name or a device id)."""
         return False
 
+    def copy_to_device(self, host: Any, target: Any, *, stream: Any = None) -> Any:
+        """Copy a numpy array (or a device array) into the device array `target` of the same
+        shape and dtype; returns `target`. With `stream`, enqueued on it."""
+        target.copy_to_device(host)
+        return target
+
+    def as_device_array(self, obj: Any) -> Any:
+        """`obj` as a device array of this backend, without copying: its own arrays as they
+        are (the CUDA backend also takes CuPy and Numba arrays). Raises TransferError for what
+        is no device array, InvalidDeviceArrayError for another backend's."""
+        if self.owns(obj):
+            return obj
+        raise TransferError(f"expected a device array of backend {self.name!r}, got "
+                            f"{type(obj).__name__}")
+
+    def accepts(self, obj: Any) -> bool:
+        """Whether `as_device_array(obj)` takes `obj` (never raises)."""
+        try:
+            self.as_device_array(obj)
+        except Exception:  # noqa: BLE001 - a yes/no question
+            return False
+        return True
+
+    @property
+    def compute_capability(self) -> tuple[int, int]:
+        """(major, minor) of the device (emulated or real)."""
+        return self.capabilities().compute_capability
+
+    @property
+    def device_label(self) -> str:
+        """The device as launch errors name it, such as "the simulated T4 (CC 7.5)"."""
+        major, minor = self.compute_capability
+        return f"the {self.device_name} (CC {major}.{minor})"
+
     # -- what timing, tracing, widgets and ops ask of a backend (defaults: none of it) -------
     @property
     def device_name(self) -> str:
@@ -263,6 +330,28 @@ class Backend(ABC):
     def timeline(self) -> list[Any]:
         """The schedule of copies and kernels so far (`TimelineEvent`s); [] where none is kept."""
         return []
+
+    def reset_timeline(self) -> None:
+        """Forget the timeline and restart its clock (nothing to do where none is kept)."""
+
+    def time_launches(self, kernel: Any, grid: Any, block: Any, *args: Any, repeat: int = 1,
+                      **options: Any) -> tuple[str, list[float], str]:
+        """(kind, samples in ms, note) of `repeat` launches, each one timed on its own; the
+        kernel is compiled before the first. The default: `record_event` around each
+        `launch_kernel` (the CUDA backend records CUDA events around the enqueue alone)."""
+        compiled = self.compile_kernel(kernel)
+        stream = options.get("stream")
+        samples, kind, note = [], self.event_kind, ""
+        for _ in range(repeat):
+            begin = self.record_event(stream)
+            record = self.launch_kernel(compiled, grid, block, *args, **options)
+            end = self.record_event(stream)
+            ms = begin.elapsed_ms(end)
+            kind, note = end.kind, end.note
+            samples.append(ms)
+            if isinstance(record, LaunchRecord):
+                record.timings[kind] = ms
+        return kind, samples, note
 
     def pinned_array(self, shape: Any, dtype: Any = "float32") -> Any:
         """A zeroed page-locked host array: faster copies, asynchronous on streams."""

@@ -52,7 +52,7 @@ FEATURES = frozenset({
     "shared_memory", "dynamic_shared_memory", "atomics", "syncthreads", "warp_shuffle", "warp_vote",
     "local_memory", "constant_memory", "device_functions", "float64", "simulated",
     "race_detection", "bounds_checking", "barrier_checking", "uninitialized_memory_checking",
-    "streams", "events", "tracing",
+    "streams", "events", "pinned_memory", "tracing",
 })
 
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import InvalidOptionError, OptionTypeError
+from ..errors import InvalidOptionError, OptionTypeError, UnsupportedOperationError
 from ..sim import CHECKS
 from ..trace.recorder import Recorder
 
@@ -194,21 +194,21 @@ def launch_options(options: Mapping[str, Any], defaults: SimulatorOptions | None
     `defaults` are the simulator's (None for a backend without the simulator: its options are
     then refused, saying that they belong to the simulator). `backend` names it in messages.
     """
-    allowed = set(LAUNCH_OPTIONS) | (SIMULATOR_ONLY_OPTIONS if defaults is not None else set())
-    unknown = sorted(set(options) - allowed - SIMULATOR_ONLY_OPTIONS)
+    unknown = sorted(set(options) - set(LAUNCH_OPTIONS) - SIMULATOR_ONLY_OPTIONS)
     if unknown:
-        accepted = [*LAUNCH_OPTIONS, *(sorted(SIMULATOR_ONLY_OPTIONS) if defaults else [])]
+        accepted = [*LAUNCH_OPTIONS, *sorted(SIMULATOR_ONLY_OPTIONS)]
         raise OptionTypeError(
             f"launch_kernel() got unexpected option(s) {', '.join(unknown)}; the "
             f"{'CPU simulator' if defaults is not None else backend.upper() + ' backend'} "
             f"accepts {', '.join(accepted[:-1])} and {accepted[-1]}")
     if defaults is None:
-        simulator_only = sorted(set(options) & SIMULATOR_ONLY_OPTIONS)
-        if simulator_only:
-            raise OptionTypeError(
-                f"launch_kernel() option(s) {', '.join(simulator_only)} apply to the CPU "
-                f"simulator only (get_backend('cpu')); the {backend.upper()} backend runs "
-                "kernels on the GPU without those checks")
+        # A GPU has none of the simulator's checks: its options are checked (the same errors
+        # on both backends) and change nothing; a trace cannot be recorded there.
+        if options.get("trace") not in (None, False):
+            raise UnsupportedOperationError(
+                f"launch_kernel(trace=...) records what each simulated thread touched: the "
+                f"{backend.upper()} backend cannot; trace the launch on the simulator "
+                "(get_backend('cpu'))")
         defaults = SimulatorOptions()
     stream = options.get("stream", 0)
     seed = normalize_seed(options.get("seed"))

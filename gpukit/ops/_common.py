@@ -83,7 +83,9 @@ def operand(backend: Backend, op: str, name: str, value: Any) -> Operand:
     where = f"{op}: {name}"
     if isinstance(value, np.ndarray):
         host = True
-    elif backend.owns(value):
+    elif backend.owns(value) or (device_array_kind(value) in ("cupy", "numba", "cai")
+                                 and backend.accepts(value)):
+        value = backend.as_device_array(value)  # CuPy and Numba arrays, on the CUDA backend
         if is_freed(value):
             raise InvalidDeviceArrayError(
                 f"{where} is a device array that was freed (use after free); allocate a new one "
@@ -211,9 +213,7 @@ class Staging:
                 arrays.append(x.value)
                 continue
             host = np.ascontiguousarray(x.value)
-            # the simulator logs transfers and marks the ones nobody asked for
-            device = (self.backend.to_device(host, implicit=True) if self.backend.is_simulated
-                      else self.backend.to_device(host))
+            device = self.backend.to_device(host, implicit=True)  # logged as nobody's ask
             (self.results if x.name in results else self.temporaries).append(device)
             arrays.append(device)
         return arrays

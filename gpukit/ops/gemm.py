@@ -189,11 +189,10 @@ def _check_library(op: str, backend: Backend) -> None:
         raise OpInputError(
             f"{op}: variant 'library' calls cuBLAS through CuPy and exists on the CUDA backend "
             f"only; on {backend.name} backend use 'naive' or 'tiled'")
-    if not backend.supports_feature("cupy"):
+    if not backend.supports_feature("cublas"):
         raise OpInputError(
-            f"{op}: variant 'library' needs CuPy on a real GPU, which is not usable here (the "
-            "CUDA backend uses Numba device arrays); install gpukit[cuda] or use 'naive' or "
-            "'tiled'")
+            f"{op}: variant 'library' needs CuPy on a real GPU, with cuBLAS, which is not usable "
+            "here; install gpukit[cuda] (CuPy and the cuBLAS wheel) or use 'naive' or 'tiled'")
 
 
 def _library_gemm(a: Any, b: Any, c: Any, alpha: float, beta: float, trans_a: bool,
@@ -201,6 +200,7 @@ def _library_gemm(a: Any, b: Any, c: Any, alpha: float, beta: float, trans_a: bo
     """cuBLAS through CuPy's matmul (strided-batched for 3-D operands), for comparison."""
     import cupy
 
+    a, b, c = (cupy.asarray(x) for x in (a, b, c))  # views of gpukit's arrays, no copies
     op_a = a.swapaxes(-1, -2) if trans_a else a
     op_b = b.swapaxes(-1, -2) if trans_b else b
     product = cupy.matmul(op_a, op_b)

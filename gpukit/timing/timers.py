@@ -132,7 +132,8 @@ def time_kernel(kernel: Any, grid: Any, block: Any, *args: Any, repeat: int | No
                 flops: float | None = None, dynamic_shared_bytes: int = 0) -> Timing:
     """Launch `kernel[grid, block](*args)` `warmup` + `repeat` times and time the last `repeat`.
 
-    CUDA: one CUDA-event sample per launch, each synchronised (kind "cuda-events"). The
+    CUDA: one CUDA-event sample per launch, the events recorded right around the enqueue
+    (gpukit's checks and the kernel's compilation stay outside; kind "cuda-events"). The
     simulator: the wall time of each simulated launch (kind "wall") and, as `.modeled`, the
     roofline time of each (kind "modeled"; `flops` feeds its compute term). Other backends:
     their events (`backend.record_event`). `first_launch_ms` is the first warm-up launch, which
@@ -165,8 +166,11 @@ def time_kernel(kernel: Any, grid: Any, block: Any, *args: Any, repeat: int | No
     sync()
     name = getattr(compiled, "name", getattr(kernel, "__name__", "kernel"))
     if not be.is_simulated:
-        return _time_events(be, compiled, name, grid, block, args, options, stream, repeat,
-                            first_ms)
+        # the backend times each launch itself: on CUDA, events around the enqueue alone, with
+        # the kernel compiled for these arguments first (so warmup=0 does not time the JIT)
+        kind, samples, note = be.time_launches(compiled, grid, block, *args, repeat=repeat,
+                                               **options)
+        return Timing(tuple(samples), kind, be.name, name, first_ms, None, note)
     samples, models = [], []
     for _ in range(repeat):
         t0 = time.perf_counter()
@@ -178,23 +182,6 @@ def time_kernel(kernel: Any, grid: Any, block: Any, *args: Any, repeat: int | No
                      note=f"roofline on the {be.profile.name}: {models[-1].describe()}",
                      details=_model_details(be.profile, models[-1]))
     return Timing(tuple(samples), "wall", be.name, name, first_ms, modeled, _SIM_WALL_NOTE)
-
-
-def _time_events(be: Backend, compiled: Any, name: str, grid: Any, block: Any, args: tuple,
-                 options: dict[str, Any], stream: Any, repeat: int, first_ms: float | None
-                 ) -> Timing:
-    """One sample per launch, between events recorded before and after it on `stream`."""
-    samples, kind, note = [], be.event_kind, ""
-    for _ in range(repeat):
-        begin = be.record_event(stream)
-        record = be.launch_kernel(compiled, grid, block, *args, **options)
-        end = be.record_event(stream)
-        ms = begin.elapsed_ms(end)
-        kind, note = end.kind, end.note
-        samples.append(ms)
-        if isinstance(record, LaunchRecord):
-            record.timings[kind] = ms
-    return Timing(tuple(samples), kind, be.name, name, first_ms, None, note)
 
 
 class Timer:
