@@ -18,7 +18,8 @@ _DEFAULT = "default"
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("gpukit", "gpukit's GPU simulator")
-    group.addoption(_BARE, dest="gpukit_simulate", default=None, metavar="DEVICE",
+    group.addoption(_BARE, dest="gpukit_simulate", default=None, metavar="DEVICE", nargs="?",
+                    const=_DEFAULT,
                     help="run numba.cuda (host API and kernels) on gpukit's simulator, "
                          "emulating DEVICE (default T4): --gpukit-simulate or "
                          "--gpukit-simulate=A100")
