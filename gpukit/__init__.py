@@ -3,9 +3,13 @@
 Two backends share one interface: CPUBackend, a GPU simulator that runs ordinary Numba CUDA kernels
 on the CPU and catches the bugs real hardware hides, and CUDABackend for real NVIDIA GPUs.
 `import gpukit` needs only numpy; numba, CuPy, matplotlib and ipywidgets load where they are used.
+`gpukit.simulate(...)` (loaded on first use) runs numba.cuda programs unchanged on the simulator;
+`%load_ext gpukit` adds the `%gpukit` magic to IPython.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 from . import errors, trace
 from .backends import (
@@ -19,6 +23,26 @@ from .devices import DeviceProfile, get_profile, list_profiles
 
 __version__ = "0.1.0"
 
+
+
+def __getattr__(name: str) -> Any:
+    if name == "simulate":  # lazily: the simulation mode's module is callable, gpukit.simulate()
+        import importlib
+        return importlib.import_module(".simulate", __name__)
+    raise AttributeError(f"module 'gpukit' has no attribute {name!r}")
+
+
+def load_ipython_extension(ipython: Any) -> None:
+    """`%load_ext gpukit`: registers the `%gpukit` line magic (`%gpukit simulate [device]`)."""
+    from .simulate.magic import register
+    register(ipython)
+
+
+def unload_ipython_extension(ipython: Any) -> None:
+    from .simulate.magic import unregister
+    unregister(ipython)
+
+
 __all__ = [
     "DeviceProfile",
     "__version__",
@@ -30,5 +54,6 @@ __all__ = [
     "list_profiles",
     "register_backend",
     "registered_backends",
+    "simulate",
     "trace",
 ]

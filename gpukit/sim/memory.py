@@ -1,30 +1,25 @@
-"""Simulated device memory: allocations counted against a device profile, and device arrays.
+"""Simulated device memory: allocations counted against a device profile, and the transfer log.
 
-Device arrays live apart from host memory: `to_device` copies, and a device array refuses implicit
-conversion to numpy. Storage is materialised on first touch, so a 10 GiB allocation on a simulated
-A100 costs no host memory until a kernel or a copy uses it; a host-memory budget turns a simulation
-that would exhaust the host into a clear error. Memory from `allocate` is uninitialised: each
-allocation keeps a mask of written elements for the simulator's uninitialised-read check.
+Storage is materialised on first touch, so a 10 GiB allocation on a simulated A100 costs no host
+memory until a kernel or a copy uses it; a host-memory budget turns a simulation that would
+exhaust the host into a clear error. Memory from `allocate` is uninitialised: each allocation
+keeps a mask of written elements for the simulator's uninitialised-read check. The arrays that
+view allocations are in `gpukit.sim.device_array` (re-exported here).
 """
 
 from __future__ import annotations
 
 import itertools
-import math
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from ..errors import (
-    ArgumentTypeError,
-    DeviceIndexError,
-    HostAccessError,
     HostMemoryBudgetError,
     InvalidArgumentError,
     InvalidDeviceArrayError,
     OutOfMemoryError,
-    TransferError,
 )
 
 ALLOC_ALIGN_BYTES = 256  # cudaMalloc hands out 256-byte aligned blocks
@@ -203,7 +198,8 @@ class DeviceMemory:
         alloc.release()
 
     def record_transfer(self, direction: str, nbytes: int, pinned: bool = False,
-                        implicit: bool = False) -> TransferRecord:
+                        implicit: bool = False, stream: Any = None) -> TransferRecord:
+        """Log one copy (`stream` places it on a timeline in `TimelineMemory`; unused here)."""
         record = TransferRecord(direction, int(nbytes), self.link_ms(direction, nbytes, pinned),
                                 pinned, implicit)
         self.transfers.append(record)
@@ -214,242 +210,7 @@ class DeviceMemory:
             self.release(alloc)
 
 
-def _c_strides(shape: tuple[int, ...], itemsize: int) -> tuple[int, ...]:
-    """Byte strides of a C-ordered array (zero-size axes count as 1, as in numpy)."""
-    strides, step = [], itemsize
-    for n in reversed(shape):
-        strides.append(step)
-        step *= max(n, 1)
-    return tuple(reversed(strides))
+from .device_array import DeviceArray  # re-exported: its old home
 
-
-def _layout(shape: tuple[int, ...], strides: tuple[int, ...], itemsize: int) -> str:
-    c_strides = _c_strides(shape, itemsize)
-    f_strides = tuple(reversed(_c_strides(tuple(reversed(shape)), itemsize)))
-    relevant = [i for i, d in enumerate(shape) if d > 1]
-    if all(strides[i] == c_strides[i] for i in relevant):
-        return "C"
-    if all(strides[i] == f_strides[i] for i in relevant):
-        return "F"
-    return "A"
-
-
-class DeviceArray:
-    """An array in simulated device memory: shape, dtype, strides into one allocation.
-
-    Slicing gives device views. Conversion to numpy must be explicit (`to_host` or
-    `copy_to_host`), as with CuPy, so host/device traffic stays visible.
-    """
-
-    __array_priority__ = 1000  # make numpy defer binary operators to __array__'s refusal
-
-    def __init__(self, alloc: Allocation, shape: tuple[int, ...], strides: tuple[int, ...],
-                 offset_bytes: int = 0):
-        self._alloc = alloc
-        self.shape = tuple(int(s) for s in shape)
-        self.strides = tuple(int(s) for s in strides)
-        self.offset_bytes = int(offset_bytes)
-
-    # -- description -----------------------------------------------------------------------
-    @property
-    def dtype(self) -> np.dtype:
-        return self._alloc.dtype
-
-    @property
-    def ndim(self) -> int:
-        return len(self.shape)
-
-    @property
-    def size(self) -> int:
-        return math.prod(self.shape)
-
-    @property
-    def itemsize(self) -> int:
-        return self.dtype.itemsize
-
-    @property
-    def nbytes(self) -> int:
-        return self.size * self.itemsize
-
-    @property
-    def layout(self) -> str:
-        """"C", "F" (Fortran) or "A" (any other strides), as numba names array layouts."""
-        return _layout(self.shape, self.strides, self.itemsize)
-
-    @property
-    def allocation(self) -> Allocation:
-        """The allocation behind this array; raises if it was freed."""
-        if self._alloc.freed:
-            raise InvalidDeviceArrayError(
-                f"use after free: this device array {self.shape} {self.dtype} was freed; "
-                "allocate a new one (or keep it until you are done with it)")
-        return self._alloc
-
-    @property
-    def is_freed(self) -> bool:
-        return self._alloc.freed
-
-    @property
-    def alloc(self) -> Allocation:
-        """The allocation behind this array, even after it was freed (`allocation` raises)."""
-        return self._alloc
-
-    @property
-    def device_memory(self) -> DeviceMemory:
-        """The simulated device memory this array lives in (one per backend)."""
-        return self._alloc.memory
-
-    @property
-    def is_view(self) -> bool:
-        """Whether this array covers only part of its allocation (a slice of a larger one)."""
-        return bool(self.offset_bytes) or self.size != self._alloc.count
-
-    def __len__(self) -> int:
-        if not self.shape:
-            raise HostAccessError("len() of a 0-d device array")
-        return self.shape[0]
-
-    def __repr__(self) -> str:
-        state = ", freed" if self._alloc.freed else ""
-        return (f"<gpukit DeviceArray shape={self.shape} dtype={self.dtype} "
-                f"on {self._alloc.memory.backend_name}{state}>")
-
-    # -- host access is explicit -------------------------------------------------------------
-    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
-        raise HostAccessError(
-            "a gpukit device array cannot be converted to numpy implicitly; copy it to the host "
-            "with backend.to_host(array) (or array.copy_to_host())")
-
-    def __bool__(self) -> bool:
-        raise HostAccessError("the truth value of a device array is ambiguous on the host; copy it "
-                        "with backend.to_host(array) first")
-
-    def __iter__(self):
-        raise HostAccessError("cannot iterate over a device array on the host; copy it with "
-                        "backend.to_host(array) first")
-
-    def _host_arithmetic(self, *other: Any) -> Any:
-        raise HostAccessError("arithmetic on a device array does not run on the host; compute in a "
-                        "kernel, or copy it with backend.to_host(array) first")
-
-    # without these, `numpy_array + device_array` would fail with numpy's unrelated complaint
-    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = _host_arithmetic
-    __truediv__ = __rtruediv__ = __floordiv__ = __rfloordiv__ = _host_arithmetic
-    __mod__ = __rmod__ = __pow__ = __rpow__ = __matmul__ = __rmatmul__ = _host_arithmetic
-    __neg__ = __pos__ = __abs__ = _host_arithmetic
-
-    def host_view(self) -> np.ndarray:
-        """A numpy view of the device storage (the simulator's own access; not a copy)."""
-        buf = self.allocation.buffer()
-        return np.ndarray(self.shape, self.dtype, buffer=buf, offset=self.offset_bytes,
-                          strides=self.strides)
-
-    def element_offset(self) -> int:
-        return self.offset_bytes // self.itemsize
-
-    def copy_to_host(self, out: np.ndarray | None = None) -> np.ndarray:
-        """A numpy copy (or a copy into `out`, which must match shape and dtype)."""
-        alloc = self.allocation
-        nbytes = self.nbytes
-        src = self.host_view()
-        if out is None:
-            out = np.array(src, order="K")
-        else:
-            if not isinstance(out, np.ndarray):
-                raise TransferError(f"copy_to_host(out=...) needs a numpy array, not "
-                                    f"{type(out).__name__}")
-            _check_match(out, self, "copy_to_host(out=...)")
-            out[...] = src
-        alloc.memory.record_transfer("d2h", nbytes)
-        return out
-
-    def copy_to_device(self, host: Any) -> None:
-        """Copy a host array (same shape and dtype) or another device array into this one."""
-        alloc = self.allocation
-        if isinstance(host, DeviceArray):
-            _check_match(host, self, "copy_to_device")
-            self.host_view()[...] = host.host_view()
-            direction = "d2d"
-        else:
-            if not isinstance(host, np.ndarray):
-                raise TransferError(
-                    f"copy_to_device needs a numpy array or a device array, not "
-                    f"{type(host).__name__}")
-            _check_match(host, self, "copy_to_device")
-            self.host_view()[...] = host
-            direction = "h2d"
-        self.mark_written()
-        alloc.memory.record_transfer(direction, self.nbytes)
-
-    def mark_written(self) -> None:
-        """Record that every element of this array has been written (for the uninitialised-
-        read check)."""
-        alloc = self.allocation
-        mask = alloc.init_mask()
-        if mask is None:
-            return
-        if self.size == alloc.count:
-            alloc.mark_all_initialized()
-            return
-        flat = np.ndarray(self.shape, bool, buffer=mask, offset=self.element_offset(),
-                          strides=tuple(s // self.itemsize for s in self.strides))
-        flat[...] = True
-
-    # -- views -------------------------------------------------------------------------------
-    def __getitem__(self, key: Any) -> DeviceArray:
-        parts = key if isinstance(key, tuple) else (key,)
-        for part in parts:  # basic indexing only: anything else makes numpy copy, not view
-            if not (part is None or part is Ellipsis or isinstance(part, slice)
-                    or (isinstance(part, (int, np.integer))
-                        and not isinstance(part, (bool, np.bool_)))):
-                raise ArgumentTypeError(
-                    f"device array index {key!r}: device arrays take ints, slices, ... and None "
-                    f"(views of device memory), not {type(part).__name__}; to pick elements by "
-                    "a list or a mask, copy the array to the host first")
-        probe = np.lib.stride_tricks.as_strided(
-            np.empty(0, np.uint8), shape=self.shape, strides=self.strides, writeable=False)
-        try:
-            view = probe[key]
-        except (IndexError, OverflowError) as exc:
-            raise DeviceIndexError(f"device array index {key!r}: {exc}") from None
-        except (TypeError, ValueError) as exc:  # numpy's complaint about the key itself
-            raise ArgumentTypeError(f"device array index {key!r}: {exc}") from None
-        if not isinstance(view, np.ndarray):
-            raise HostAccessError(
-                "indexing a device array on the host gives device views only; to read "
-                f"element {key!r}, copy it: backend.to_host(array)[{key!r}]")
-        extra = (view.__array_interface__["data"][0]
-                 - probe.__array_interface__["data"][0])
-        return DeviceArray(self._alloc, view.shape, view.strides, self.offset_bytes + extra)
-
-    def reshape(self, *shape: Any) -> DeviceArray:
-        """A view with another shape of a C-contiguous array (no copy on the device)."""
-        if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
-            shape = tuple(shape[0])
-        if any(isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer))
-               or n < 0 for n in shape):
-            raise ArgumentTypeError(f"reshape needs sizes that are ints >= 0, got {shape!r}")
-        shape = tuple(int(n) for n in shape)
-        if math.prod(shape) != self.size or self.layout != "C":
-            raise InvalidArgumentError(
-                f"cannot reshape a {self.shape} {self.layout}-order device array to {shape}: "
-                "sizes must match and the array must be C-contiguous")
-        return DeviceArray(self._alloc, shape, _c_strides(shape, self.itemsize),
-                           self.offset_bytes)
-
-    def __setitem__(self, key: Any, value: Any) -> None:
-        raise HostAccessError("device arrays cannot be assigned on the host; use "
-                        "array[...].copy_to_device(host_array) or a kernel")
-
-
-def _native(dtype: Any) -> np.dtype:
-    dtype = np.dtype(dtype)
-    return dtype.newbyteorder("=") if dtype.byteorder not in "=|" else dtype
-
-
-def _check_match(a: Any, b: Any, what: str) -> None:
-    """Same shape and dtype; a host array's byte order does not matter (copies convert it)."""
-    if tuple(a.shape) != tuple(b.shape) or _native(a.dtype) != _native(b.dtype):
-        raise TransferError(
-            f"{what}: shape/dtype mismatch, source {tuple(a.shape)} {np.dtype(a.dtype)} vs "
-            f"destination {tuple(b.shape)} {np.dtype(b.dtype)}; copies need equal shapes and dtypes")
+__all__ = ["ALLOC_ALIGN_BYTES", "Allocation", "DeviceArray", "DeviceMemory", "HostBudget",
+           "TransferRecord", "aligned_bytes"]

@@ -136,8 +136,76 @@ class SimStream:
         yield self
         self.synchronize()
 
+    def add_callback(self, callback: Any, arg: Any = None) -> None:
+        """numba-cuda's host callback, `callback(stream, status, arg)`: simulated work is done
+        when it is issued, so it runs now (status None: no error)."""
+        callback(self, None, arg)
+
+    def async_done(self) -> Any:
+        """An asyncio future that is already done (simulated work finishes when issued)."""
+        import asyncio
+        future = asyncio.get_event_loop().create_future()
+        future.set_result(self)
+        return future
+
+    @property
+    def handle(self) -> int:
+        """A stand-in for the CUstream handle: the stream's number (0: the default stream)."""
+        return self.id
+
+    def __int__(self) -> int:
+        return self.id
+
     def __repr__(self) -> str:
         return f"<gpukit simulated stream {self.id}>"
+
+
+class SimCudaEvent:
+    """numba-cuda's `cuda.event()`: made first, then recorded on a stream; times are modeled.
+
+    `record(stream)` places it at the end of the work issued so far on `stream` on the modeled
+    timeline; `elapsed_time(end)` is the modeled milliseconds between two recorded events.
+    """
+
+    kind = "modeled"
+    note = SimEvent.note
+
+    def __init__(self, timeline: Timeline, timing: bool = True):
+        self.timeline, self.timing = timeline, bool(timing)
+        self.point: SimEvent | None = None
+
+    def record(self, stream: Any = 0) -> None:
+        self.point = self.timeline.record_event(self.timeline.stream_id(stream or None))
+
+    def synchronize(self) -> None:
+        if self.point is not None:
+            self.point.synchronize()
+
+    def wait(self, stream: Any = 0) -> None:
+        """Later work on `stream` starts after this event."""
+        if self.point is not None:
+            self.timeline.wait_event(self.timeline.stream_id(stream or None), self.point)
+
+    def query(self) -> bool:
+        return True
+
+    def elapsed_time(self, end: SimCudaEvent) -> float:
+        """Modeled milliseconds from this event to `end` (both recorded, with timing)."""
+        if not isinstance(end, SimCudaEvent) or end.timeline is not self.timeline:
+            raise ArgumentTypeError("elapsed_time needs another event of the same simulated "
+                                    "device (cuda.event())")
+        for event in (self, end):
+            if not event.timing:
+                raise ArgumentTypeError("elapsed_time: this event was made with timing=False; "
+                                        "make it with cuda.event(timing=True)")
+            if event.point is None:
+                raise ArgumentTypeError("elapsed_time: an event was never recorded; call "
+                                        "event.record() (or record(stream)) first")
+        return end.point.time_ms - self.point.time_ms
+
+    def __repr__(self) -> str:
+        where = "not recorded" if self.point is None else f"at {self.point.time_ms:.4g} ms modeled"
+        return f"<gpukit simulated event, {where}>"
 
 
 class Timeline:

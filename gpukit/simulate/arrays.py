@@ -1,0 +1,282 @@
+"""Device arrays of the simulation mode: gpukit's DeviceArray with numba-cuda's host semantics.
+
+`SimNDArray` is a `gpukit.sim.device_array.DeviceArray` (so kernels, checks and memory accounting
+are the simulator's) that is also a numba-cuda `DeviceNDArray` to `isinstance`, and behaves as one
+on the host: `d[i]` copies one element to the host, `d[a:b] = value` copies into the device,
+`np.asarray(d)` copies to the host, `bind(stream)`, `T`. Its memory is freed when the last array
+over it is collected, as numba-cuda frees it (deferred by `cuda.defer_cleanup()`). Host arrays made
+by `mapped_array`/`managed_array` are numpy arrays a kernel may use without a warning.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import math
+import weakref
+from typing import Any
+
+import numpy as np
+from numba.cuda.cudadrv.devicearray import DeviceNDArray
+
+from ..errors import ArgumentTypeError, UnsupportedOperationError
+from ..sim.device_array import DeviceArray
+from ..sim.streams import PinnedArray, is_pinned
+
+
+class _Owner:
+    """Shared by an allocation's arrays; when the last one is collected, the memory is freed."""
+
+    __slots__ = ("__weakref__",)
+
+
+def _free(memory: Any, alloc: Any) -> None:
+    if not alloc.freed:
+        memory.release(alloc)
+
+
+class SimNDArray(DeviceArray, DeviceNDArray):
+    """A numba-cuda device array on the simulated device (what `cuda.to_device` returns while
+    simulation mode is on)."""
+
+    __cuda_memory__ = True
+    __cuda_ndarray__ = True
+
+    def __init__(self, alloc: Any, shape: tuple[int, ...], strides: tuple[int, ...],
+                 offset_bytes: int = 0, *, owner: _Owner, stream: Any = 0):
+        DeviceArray.__init__(self, alloc, shape, strides, offset_bytes)
+        self._owner = owner
+        self.stream = stream
+
+    def _view(self, shape: tuple[int, ...], strides: tuple[int, ...],
+              offset_bytes: int) -> SimNDArray:
+        return SimNDArray(self._alloc, shape, strides, offset_bytes, owner=self._owner,
+                          stream=self.stream)
+
+    # -- numba-cuda's description of the array --------------------------------------------------
+    @property
+    def _numba_type_(self) -> Any:
+        from numba.core import types
+        from numba.np.numpy_support import from_dtype
+        layout = "C" if self.is_c_contiguous() else "F" if self.is_f_contiguous() else "A"
+        return types.Array(from_dtype(self.dtype), self.ndim, layout)
+
+    @property
+    def alloc_size(self) -> int:
+        return self._alloc.nbytes
+
+    @property
+    def device_ctypes_pointer(self) -> ctypes.c_void_p:
+        return ctypes.c_void_p(self.__cuda_array_interface__["data"][0] or None)
+
+    @property
+    def __cuda_array_interface__(self) -> dict[str, Any]:
+        interface = DeviceArray.__cuda_array_interface__.fget(self)
+        interface["stream"] = int(self.stream) if self.stream else None
+        return interface
+
+    def bind(self, stream: Any = 0) -> SimNDArray:
+        """The same array with `stream` as the default stream of its copies."""
+        view = self._view(self.shape, self.strides, self.offset_bytes)
+        view.stream = stream
+        return view
+
+    def _default_stream(self, stream: Any) -> Any:
+        return stream or self.stream
+
+    def copy_to_host(self, ary: np.ndarray | None = None, stream: Any = 0, *,
+                     out: np.ndarray | None = None) -> np.ndarray:
+        return DeviceArray.copy_to_host(self, ary, self._default_stream(stream), out=out)
+
+    def copy_to_device(self, ary: Any, stream: Any = 0) -> None:
+        if not isinstance(ary, (DeviceArray, np.ndarray)):
+            ary = np.asarray(ary, dtype=self.dtype)
+        if ary.size == 0 and self.size == 0:
+            return
+        DeviceArray.copy_to_device(self, ary, self._default_stream(stream))
+
+    # -- host-side element access, as numba-cuda allows it --------------------------------------
+    def _region(self, key: Any) -> SimNDArray:
+        """The device view `key` selects, 0-d for a single element."""
+        parts = key if isinstance(key, tuple) else (key,)
+        if not any(p is Ellipsis for p in parts):
+            parts = (*parts, Ellipsis)  # keeps a single element a (0-d) view
+        return DeviceArray.__getitem__(self, parts)
+
+    def __getitem__(self, key: Any) -> Any:
+        return self.getitem(key)
+
+    def getitem(self, key: Any, stream: Any = 0) -> Any:
+        """A device view, or for a single element its value copied to the host."""
+        view = self._region(key)
+        parts = key if isinstance(key, tuple) else (key,)
+        single = len(parts) == self.ndim and all(
+            isinstance(p, (int, np.integer)) and not isinstance(p, (bool, np.bool_))
+            for p in parts)
+        if not single:
+            return view
+        value = view.host_view()[()]
+        self._alloc.memory.record_transfer("d2h", self.itemsize,
+                                           stream=self._default_stream(stream) or None)
+        return value
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        self.setitem(key, value)
+
+    def setitem(self, key: Any, value: Any, stream: Any = 0) -> None:
+        """Copy a scalar or an array (host or device) into the elements `key` selects."""
+        target = self._region(key)
+        device = isinstance(value, DeviceArray)
+        source = value.host_view() if device else np.asarray(value)
+        if source.ndim > target.ndim:
+            raise ValueError(f"Can't assign {source.ndim}-D array to {target.ndim}-D self")
+        for axis, (want, have) in enumerate(zip(target.shape[target.ndim - source.ndim:],
+                                                source.shape)):
+            if have not in (1, want):
+                raise ValueError(f"Can't copy sequence with size {have} to array axis "
+                                 f"{axis + target.ndim - source.ndim} with dimension {want}")
+        target.host_view()[...] = source
+        target.mark_written()
+        nbytes = source.size * source.dtype.itemsize
+        self._alloc.memory.record_transfer("d2d" if device else "h2d", nbytes,
+                                           stream=self._default_stream(stream) or None)
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        if copy is False:
+            raise ValueError("`copy=False` is not supported. A copy is always created.")
+        host = self.copy_to_host()
+        return host if dtype is None else host.astype(dtype)
+
+    def __iter__(self) -> Any:
+        return (self[i] for i in range(len(self)))
+
+    def __bool__(self) -> bool:
+        return len(self) != 0
+
+    def __len__(self) -> int:
+        if not self.shape:
+            raise TypeError("len() of unsized object")
+        return self.shape[0]
+
+    @property
+    def T(self) -> SimNDArray:
+        return self.transpose()
+
+    def transpose(self, axes: Any = None) -> SimNDArray:
+        """A transposed copy on the device (numba-cuda runs a kernel for it; 2-D only)."""
+        if axes is not None and tuple(axes) == tuple(range(self.ndim)):
+            return self
+        if self.ndim != 2:
+            raise NotImplementedError("transposing a non-2D DeviceNDArray isn't supported")
+        host = np.ascontiguousarray(self.host_view().T)
+        result = new_array(self._alloc.memory, self._owner_context, host.shape, host.dtype,
+                           initialized=True)
+        result.host_view()[...] = host
+        self._alloc.memory.record_transfer("d2d", self.nbytes)
+        return result
+
+    def view(self, dtype: Any) -> Any:
+        raise UnsupportedOperationError(
+            "view(dtype) of a simulated device array is not supported; copy it to the host and "
+            "use numpy's view, then copy the result to the device")
+
+    def get_ipc_handle(self) -> Any:
+        raise UnsupportedOperationError("IPC handles are not simulated (one process, one "
+                                        "simulated device)")
+
+    @property
+    def _owner_context(self) -> Any:
+        return _CONTEXTS.get(self._alloc.memory)
+
+    def __repr__(self) -> str:
+        state = ", freed" if self._alloc.freed else ""
+        return (f"<gpukit SimNDArray shape={self.shape} dtype={self.dtype} "
+                f"on {self._alloc.memory.backend_name}{state}>")
+
+
+# the deallocations of each simulated device's context, by memory (for finalizers and copies)
+_CONTEXTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def register_context(memory: Any, context: Any) -> None:
+    """Tell new arrays of `memory` which context defers their deallocation."""
+    _CONTEXTS[memory] = context
+
+
+def _extent(shape: tuple[int, ...], strides: tuple[int, ...], itemsize: int) -> int:
+    """Elements an allocation needs to hold an array of these strides (all >= 0)."""
+    if not shape or 0 not in shape:
+        return (sum((n - 1) * s for n, s in zip(shape, strides)) // itemsize + 1) if shape \
+            else 1
+    return 0
+
+
+def strides_for(shape: tuple[int, ...], itemsize: int, order: str = "C",
+                strides: Any = None) -> tuple[int, ...]:
+    if strides is not None:
+        strides = (strides,) if isinstance(strides, (int, np.integer)) else tuple(strides)
+        if len(strides) != len(shape) or any(int(s) < 0 for s in strides):
+            raise ValueError("strides not match ndim")
+        return tuple(int(s) for s in strides)
+    step, result = itemsize, []
+    axes = reversed(range(len(shape))) if order == "C" else range(len(shape))
+    for axis in axes:
+        result.append((axis, step))
+        step *= max(shape[axis], 1)
+    return tuple(s for _, s in sorted(result))
+
+
+def check_dtype(dtype: Any) -> np.dtype:
+    dtype = np.dtype(dtype)
+    if dtype.hasobject:
+        raise ArgumentTypeError(f"device arrays cannot hold Python objects (dtype {dtype})")
+    return dtype
+
+
+def new_array(memory: Any, context: Any, shape: Any, dtype: Any, *, strides: Any = None,
+              order: str = "C", initialized: bool = False, stream: Any = 0) -> SimNDArray:
+    """A new array in simulated device memory; freed when no array over it is left."""
+    shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
+    for n in shape:
+        if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
+            raise TypeError(f"shape elements must be integers, got {type(n).__name__}")
+    shape = tuple(int(n) for n in shape)
+    dtype = check_dtype(dtype)
+    if order not in ("C", "F"):
+        raise ValueError(f"order must be 'C' or 'F', got {order!r}")
+    strides = strides_for(shape, dtype.itemsize, order, strides)
+    count = _extent(shape, strides, dtype.itemsize) if math.prod(shape) else 0
+    alloc = memory.allocate(count, dtype, initialized=initialized)
+    owner = _Owner()
+    deallocations = context.deallocations if context is not None else None
+    finalizer = weakref.finalize(owner, _collect, deallocations, memory, alloc)
+    finalizer.atexit = False
+    return SimNDArray(alloc, shape, strides, owner=owner, stream=stream)
+
+
+def _collect(deallocations: Any, memory: Any, alloc: Any) -> None:
+    if deallocations is None:
+        _free(memory, alloc)
+    else:
+        deallocations.add_item(_free, memory, alloc)
+
+
+class MappedArray(PinnedArray):
+    """A host array that kernels may use directly (numba-cuda's mapped and managed memory):
+    launches copy it in and out without a warning, and copies treat it as pinned."""
+
+
+def mapped_host_array(shape: Any, dtype: Any, strides: Any = None,
+                      order: str = "C") -> MappedArray:
+    """A zeroed mapped (or managed) host array."""
+    dtype = check_dtype(dtype)
+    shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
+    array = np.zeros(shape, dtype, order=order)
+    if strides is not None:
+        array = np.lib.stride_tricks.as_strided(array, shape, strides)
+    mapped = array.view(MappedArray)
+    mapped._gpukit_pinned_root = True
+    return mapped
+
+
+def is_mapped(array: Any) -> bool:
+    return isinstance(array, MappedArray) and is_pinned(array)

@@ -1,0 +1,289 @@
+"""Kernel launches of numba-cuda dispatchers on the simulated device, and `cuda.jit` meanwhile.
+
+While a simulation is active, `CUDADispatcher.__getitem__`/`configure`/`forall`/`call` (patched
+by `gpukit.simulate.patching`) come here, for dispatchers made before the simulation started too.
+A launch converts its arguments as numba-cuda does (host arrays copied in and out with numba-cuda's
+`NumbaPerformanceWarning`; `cuda.In`/`Out`/`InOut`; scalars to an eager signature's types) and
+runs the kernel with `CPUBackend.launch_kernel`. gpukit errors leave the launch with a traceback
+that ends at the user's launch line. `jit` makes dispatchers without compiling for a GPU.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import numpy as np
+
+from ..errors import GpukitError
+from ..sim.device_array import DeviceArray
+from .arrays import SimNDArray, is_mapped
+from .session import current
+from .tracebacks import user_stacklevel
+
+MIN_GRID_WARNING_BLOCKS = 128  # numba-cuda's low-occupancy warning threshold
+FORALL_REGISTERS_PER_THREAD = 32  # forall's block size assumes this (no ptxas in the loop)
+
+
+# -- cuda.jit during a simulation --------------------------------------------------------------
+def jit(func_or_sig: Any = None, device: bool = False, inline: Any = "never",
+        forceinline: bool = False, link: Any = (), debug: Any = None, opt: Any = None,
+        lineinfo: bool = False, cache: bool = False, launch_bounds: Any = None, lto: Any = None,
+        shared_memory_carveout: Any = None, **kws: Any) -> Any:
+    """numba-cuda's `cuda.jit`, making dispatchers that need no GPU: every keyword is accepted
+    (and kept in `targetoptions`); an eager signature is honoured at launch (arguments converted
+    to its types, others refused) instead of compiling for a GPU now."""
+    from numba.cuda.core import sigutils
+
+    from .patching import original
+
+    options = dict(device=device, inline=inline, forceinline=forceinline, link=link,
+                   debug=debug, opt=opt, lineinfo=lineinfo, launch_bounds=launch_bounds,
+                   shared_memory_carveout=shared_memory_carveout, **kws)
+    if debug and opt is None:
+        options["opt"] = False  # numba-cuda warns about debug with opt; it is moot here
+    if sigutils.is_signature(func_or_sig):
+        signatures = [func_or_sig]
+    elif isinstance(func_or_sig, list):
+        signatures = func_or_sig
+    else:
+        signatures = None
+    if signatures is None and func_or_sig is not None:
+        return original("jit")(func_or_sig, **options)
+
+    def decorate(func: Any) -> Any:
+        dispatcher = original("jit")(func, **options)
+        if signatures is None:
+            return dispatcher
+        parsed = [sigutils.normalize_signature(sig) for sig in signatures]
+        for argtypes, restype in parsed:
+            from numba.cuda import types
+            if restype and not device and restype != types.void:
+                raise TypeError("CUDA kernel must have void return type.")
+        if device:
+            _compile_device(dispatcher, parsed)
+        dispatcher._gpukit_signatures = [argtypes for argtypes, _ in parsed]
+        return dispatcher
+
+    return decorate
+
+
+def _compile_device(dispatcher: Any, parsed: list) -> None:
+    """Type an eager device function for its signatures, as numba-cuda does, so that calls
+    convert their arguments; the simulated device answers for the compute capability."""
+    from numba.cuda.core import typeinfer
+    try:
+        with typeinfer.register_dispatcher(dispatcher):
+            for argtypes, restype in parsed:
+                dispatcher.compile_device(argtypes, restype)
+        dispatcher.disable_compile()
+    except Exception:  # noqa: BLE001 - left lazy: calls are typed from their arguments
+        dispatcher.overloads.clear()
+
+
+# -- launches -------------------------------------------------------------------------------
+class SimLaunch:
+    """`kernel[griddim, blockdim, stream, sharedmem]` of a dispatcher on the simulated device."""
+
+    def __init__(self, dispatcher: Any, griddim: Any, blockdim: Any, stream: Any = 0,
+                 sharedmem: Any = 0):
+        self.dispatcher, self.griddim, self.blockdim = dispatcher, griddim, blockdim
+        self.stream, self.sharedmem = stream, sharedmem
+        self.pre_launch_callbacks: list = []
+        _warn_low_occupancy(griddim)
+
+    def __call__(self, *args: Any) -> None:
+        __tracebackhide__ = True  # pytest and IPython: the user's launch line is the last frame
+        try:
+            launch(self.dispatcher, self.griddim, self.blockdim, self.stream, self.sharedmem,
+                   args)
+        except GpukitError as exc:
+            raise exc.with_traceback(None) from exc.__cause__
+
+
+class SimForAll:
+    """`kernel.forall(ntasks, tpb=0, stream=0, sharedmem=0)`: a 1-D launch over ntasks."""
+
+    def __init__(self, dispatcher: Any, ntasks: int, tpb: int, stream: Any, sharedmem: int):
+        if ntasks < 0:
+            raise ValueError(f"Can't create ForAll with negative task count: {ntasks}")
+        self.dispatcher, self.ntasks, self.tpb = dispatcher, ntasks, tpb
+        self.stream, self.sharedmem = stream, sharedmem
+
+    def __call__(self, *args: Any) -> None:
+        __tracebackhide__ = True
+        if self.ntasks == 0:
+            return
+        try:
+            tpb = self.tpb or _forall_block_size(self.dispatcher, self.sharedmem)
+            grid = (self.ntasks + tpb - 1) // tpb
+            launch(self.dispatcher, grid, tpb, self.stream, self.sharedmem, args)
+        except GpukitError as exc:
+            raise exc.with_traceback(None) from exc.__cause__
+
+
+def _forall_block_size(dispatcher: Any, sharedmem: int) -> int:
+    """The block size numba-cuda would ask the driver for (cudaOccupancyMaxPotentialBlockSize),
+    computed by gpukit's occupancy calculator for the simulated device."""
+    from ..occupancy import best_block_size
+    sim = current(required=True)
+    kernel = sim.backend.compile_kernel(dispatcher)
+    shared = kernel.static_shared_bytes + int(sharedmem)
+    return best_block_size(sim.profile, FORALL_REGISTERS_PER_THREAD, shared)[1]
+
+
+def _warn_low_occupancy(griddim: Any) -> None:
+    from numba.cuda.core import config
+    from numba.cuda.core.errors import NumbaPerformanceWarning
+    if not config.CUDA_LOW_OCCUPANCY_WARNINGS or config.DISABLE_PERFORMANCE_WARNINGS:
+        return
+    dims = griddim if isinstance(griddim, tuple) else (griddim,)
+    try:
+        blocks = int(np.prod([int(d) for d in dims]))
+    except (TypeError, ValueError):
+        return  # a bad grid: the launch says what is wrong with it
+    if blocks < MIN_GRID_WARNING_BLOCKS:
+        warnings.warn(NumbaPerformanceWarning(
+            f"Grid size {blocks} will likely result in GPU under-utilization due to low "
+            "occupancy."), stacklevel=user_stacklevel())
+
+
+def launch(dispatcher: Any, griddim: Any, blockdim: Any, stream: Any, sharedmem: Any,
+           args: tuple) -> Any:
+    """Run one launch of a numba-cuda dispatcher on the active simulation."""
+    sim = current(required=True)
+    kernel = sim.backend.compile_kernel(dispatcher)
+    values, copies = _arguments(sim, dispatcher, args, stream)
+    record = sim.backend.launch_kernel(kernel, griddim, blockdim, *values, stream=stream or 0,
+                                       dynamic_shared_bytes=sharedmem)
+    for device, host in copies:
+        device.copy_to_host(host, stream=stream)
+    return record
+
+
+def signatures_of(dispatcher: Any) -> list | None:
+    """The argument types a dispatcher was compiled for eagerly (None: lazy)."""
+    eager = getattr(dispatcher, "_gpukit_signatures", None)
+    if eager is not None:
+        return eager
+    if not getattr(dispatcher, "_can_compile", True) and dispatcher.signatures:
+        return list(dispatcher.signatures)
+    return None
+
+
+def _arguments(sim: Any, dispatcher: Any, args: tuple, stream: Any) -> tuple[list, list]:
+    from numba.cuda.args import ArgHint, In
+    from numba.cuda.core.errors import NumbaPerformanceWarning
+
+    from . import host_api
+
+    signatures = signatures_of(dispatcher)
+    if signatures is not None:
+        args = _convert(args, signatures)
+    values, copies = [], []
+    for arg in args:
+        hint = None
+        if isinstance(arg, ArgHint):
+            hint, arg = arg, arg.value
+        if isinstance(arg, np.ndarray) or (hint is not None and not isinstance(arg, DeviceArray)):
+            host = np.asanyarray(arg)
+            copy_in = getattr(hint, "copy_input", True)  # Out: no copy in; InOut: copy
+            copy_out = not isinstance(hint, In)
+            if copy_in and not is_mapped(host) and _warn_implicit():
+                warnings.warn(NumbaPerformanceWarning(
+                    "Host array used in CUDA kernel will incur copy overhead to/from device."),
+                    stacklevel=user_stacklevel())
+            device = host_api.to_device(host, stream=stream, copy=copy_in)
+            if copy_out and host.flags.writeable:
+                copies.append((device, host))
+            arg = device
+        elif hasattr(arg, "__cuda_array_interface__") and not isinstance(arg, DeviceArray):
+            raise TypeError(
+                f"a {type(arg).__name__} lives in real GPU memory, which the simulated device "
+                "cannot reach; copy it to the host and pass the numpy array (or cuda.to_device "
+                "it) while gpukit's simulation mode is on")
+        values.append(arg)
+    return values, copies
+
+
+def _warn_implicit() -> bool:
+    from numba.cuda.core import config
+    return bool(config.CUDA_WARN_ON_IMPLICIT_COPY and not config.DISABLE_PERFORMANCE_WARNINGS)
+
+
+def _convert(args: tuple, signatures: list) -> tuple:
+    """The arguments converted to the first eager signature they fit, as numba-cuda's
+    dispatcher does when it may not compile new versions (TypeError when none fits)."""
+    from numba.cuda.args import ArgHint
+    for argtypes in signatures:
+        if len(argtypes) != len(args):
+            continue
+        converted = []
+        for ty, arg in zip(argtypes, args):
+            value = arg.value if isinstance(arg, ArgHint) else arg
+            ok, new = _fit(ty, value)
+            if not ok:
+                break
+            converted.append(type(arg)(new) if isinstance(arg, ArgHint) else new)
+        else:
+            return tuple(converted)
+    from numba import typeof
+    found = ", ".join(str(typeof(a.value if isinstance(a, ArgHint) else a)) for a in args)
+    raise TypeError(f"No matching definition for argument type(s) {found}")
+
+
+def _fit(ty: Any, value: Any) -> tuple[bool, Any]:
+    from numba.core import types
+    from numba.np.numpy_support import as_dtype
+    if isinstance(ty, types.Array):
+        if not isinstance(value, (np.ndarray, DeviceArray)):
+            return False, value
+        layout_ok = ty.layout == "A" or (
+            value.flags["C_CONTIGUOUS"] if ty.layout == "C" else value.flags["F_CONTIGUOUS"])
+        same = np.dtype(value.dtype) == as_dtype(ty.dtype) and value.ndim == ty.ndim
+        return (same and layout_ok), value
+    if isinstance(ty, (types.Integer, types.Float, types.Complex, types.Boolean)):
+        if isinstance(value, (np.ndarray, DeviceArray)) or not isinstance(
+                value, (bool, int, float, complex, np.generic)):
+            return False, value
+        if isinstance(value, (complex, np.complexfloating)) and \
+                not isinstance(ty, types.Complex):
+            return False, value
+        return True, as_dtype(ty).type(value)
+    return True, value
+
+
+# -- the methods patched onto numba-cuda's CUDADispatcher --------------------------------------
+def dispatcher_getitem(self: Any, args: Any) -> SimLaunch:
+    if not isinstance(args, tuple) or len(args) not in (2, 3, 4):
+        raise ValueError("must specify at least the griddim and blockdim")
+    return SimLaunch(self, *args)
+
+
+def dispatcher_configure(self: Any, griddim: Any, blockdim: Any, stream: Any = 0,
+                         sharedmem: Any = 0) -> SimLaunch:
+    return SimLaunch(self, griddim, blockdim, stream, sharedmem)
+
+
+def dispatcher_forall(self: Any, ntasks: int, tpb: int = 0, stream: Any = 0,
+                      sharedmem: int = 0) -> SimForAll:
+    return SimForAll(self, ntasks, tpb, stream, sharedmem)
+
+
+def dispatcher_call(self: Any, args: tuple, launch_config: Any) -> None:
+    """A launch configured before the simulation started (numba's _LaunchConfiguration)."""
+    __tracebackhide__ = True
+    try:
+        launch(self, launch_config.griddim, launch_config.blockdim, 0,
+               launch_config.sharedmem, tuple(args))
+    except GpukitError as exc:
+        raise exc.with_traceback(None) from exc.__cause__
+
+
+def dispatcher_specialize(self: Any, *args: Any) -> Any:
+    """Specialising compiles for a GPU; on the simulator the dispatcher serves as it is."""
+    return self
+
+
+def is_sim_array(value: Any) -> bool:
+    return isinstance(value, SimNDArray)

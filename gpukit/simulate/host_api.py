@@ -1,0 +1,245 @@
+"""numba.cuda's host API on the simulated device: what `gpukit.simulate` puts in its place.
+
+Each function here has the name, parameters and defaults of its numba-cuda namesake and works on
+the active simulation (`gpukit.simulate.session.current()`): device discovery (`is_available`,
+`detect`, `list_devices`, `gpus`, `select_device`, `get_current_device`, `current_context`),
+memory (`to_device`, `device_array(_like)`, `pinned_array(_like)`, `mapped_array(_like)`,
+`managed_array`, `pinned`, `mapped`), streams and events (modeled times), `synchronize`.
+Nothing here launches kernels (`gpukit.simulate.dispatch` does).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+
+from ..errors import ArgumentTypeError
+from ..sim.device_array import DeviceArray
+from .arrays import MappedArray, SimNDArray, check_dtype, mapped_host_array, new_array
+from .session import current
+
+
+def _sim() -> Any:
+    return current(required=True)
+
+
+# -- devices and contexts --------------------------------------------------------------------
+def is_available() -> bool:
+    """True: the simulated GPU is always there."""
+    return True
+
+
+def cuda_error() -> None:
+    return None
+
+
+def is_supported_version() -> bool:
+    return True
+
+
+def detect() -> bool:
+    """Print the simulated device, as numba-cuda prints real ones; True."""
+    device = _sim().context.device
+    print("Found 1 CUDA devices")
+    print(f"id {device.id:d}    {device.name:>20s} {'[SUPPORTED]':>40s}")
+    for key, value in [("Compute Capability", "{}.{}".format(*device.compute_capability)),
+                       ("Simulated by", "gpukit (modeled times, checked kernels)"),
+                       ("Multiprocessors", device.MULTIPROCESSOR_COUNT),
+                       ("Memory", f"{_sim().profile.memory_bytes:,} bytes")]:
+        print(f"{key:>40s}: {value}")
+    print("Summary:\n\t1/1 devices are supported")
+    return True
+
+
+def list_devices() -> Any:
+    return _sim().gpus
+
+
+def select_device(device_id: int = 0) -> Any:
+    """The simulated device (there is one: device 0)."""
+    count = len(_sim().gpus)
+    if isinstance(device_id, bool) or not isinstance(device_id, (int, np.integer)) or \
+            not 0 <= device_id < count:
+        raise ArgumentTypeError(f"select_device: the simulation has {count} device (id 0), "
+                                f"got {device_id!r}")
+    return _sim().context.device
+
+
+def get_current_device() -> Any:
+    return _sim().context.device
+
+
+def current_context(devnum: int | None = None) -> Any:
+    return _sim().context
+
+
+def close() -> None:
+    """Like numba-cuda's close (destroying the context): every allocation is freed."""
+    _sim().context.reset()
+
+
+def synchronize() -> None:
+    _sim().backend.synchronize()
+
+
+@contextlib.contextmanager
+def defer_cleanup() -> Iterator[None]:
+    with _sim().context.deallocations.disable():
+        yield
+
+
+def profile_start() -> None:
+    pass
+
+
+def profile_stop() -> None:
+    pass
+
+
+@contextlib.contextmanager
+def profiling() -> Iterator[None]:
+    yield
+
+
+# -- memory ----------------------------------------------------------------------------------
+def _new(shape: Any, dtype: Any, strides: Any = None, order: str = "C", stream: Any = 0,
+         initialized: bool = False) -> SimNDArray:
+    sim = _sim()
+    return new_array(sim.backend.memory, sim.context, shape, dtype, strides=strides,
+                     order=order, initialized=initialized, stream=stream)
+
+
+def device_array(shape: Any, dtype: Any = np.float64, strides: Any = None, order: str = "C",
+                 stream: Any = 0) -> SimNDArray:
+    """Uninitialised simulated device memory (kernels that read it before writing it stop with
+    gpukit's UninitializedMemoryError)."""
+    return _new(shape, dtype, strides, order, stream)
+
+
+def _like(ary: Any) -> tuple[str, Any]:
+    strides = None
+    flags = ary.flags
+    c, f = flags["C_CONTIGUOUS"], flags["F_CONTIGUOUS"]
+    if not (c or f) and ary.ndim > 1:  # the same axis order, contiguous (as numba-cuda does)
+        order = sorted(range(ary.ndim), key=lambda axis: ary.strides[axis])
+        strides, step = [0] * ary.ndim, ary.dtype.itemsize
+        for axis in order:
+            strides[axis], step = step, step * ary.shape[axis]
+    return ("F" if f and not c else "C"), strides and tuple(strides)
+
+
+def device_array_like(ary: Any, stream: Any = 0) -> SimNDArray:
+    order, strides = _like(ary)
+    return device_array(ary.shape, ary.dtype, strides, order, stream)
+
+
+def to_device(obj: Any, stream: Any = 0, copy: bool = True, to: Any = None) -> SimNDArray:
+    """A simulated device copy of a host array (or `obj` copied into `to`)."""
+    if to is not None:
+        if copy:
+            to.copy_to_device(obj, stream=stream)
+        return to
+    if isinstance(obj, SimNDArray):
+        return obj
+    if isinstance(obj, DeviceArray):
+        raise ArgumentTypeError("to_device: this device array belongs to a gpukit backend, "
+                                "not to the simulation; copy it to the host first")
+    host = np.asanyarray(obj)
+    order, strides = _like(host)
+    device = _new(host.shape, host.dtype, strides, order, stream, initialized=copy)
+    if copy:
+        device.copy_to_device(host, stream=stream)
+    return device
+
+
+def auto_device(obj: Any, stream: Any = 0, copy: bool = True,
+                user_explicit: bool = False) -> tuple[Any, bool]:
+    if isinstance(obj, SimNDArray):
+        return obj, False
+    return to_device(obj, stream=stream, copy=copy), True
+
+
+def pinned_array(shape: Any, dtype: Any = np.float64, strides: Any = None,
+                 order: str = "C") -> np.ndarray:
+    """A host array that copies treat as pinned (faster, asynchronous on streams)."""
+    from ..sim.streams import pinned_array as sim_pinned_array
+    shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
+    array = sim_pinned_array(shape, check_dtype(dtype))
+    return np.asfortranarray(array) if order == "F" and array.ndim > 1 else array
+
+
+def pinned_array_like(ary: Any) -> np.ndarray:
+    order, _ = _like(ary)
+    return pinned_array(ary.shape, ary.dtype, order=order)
+
+
+def mapped_array(shape: Any, dtype: Any = np.float64, strides: Any = None, order: str = "C",
+                 stream: Any = 0, portable: bool = False, wc: bool = False) -> np.ndarray:
+    """A host array kernels may use directly (copied in and out of each launch, silently)."""
+    return mapped_host_array(shape, dtype, strides, order)
+
+
+def mapped_array_like(ary: Any, stream: Any = 0, portable: bool = False,
+                      wc: bool = False) -> np.ndarray:
+    order, _ = _like(ary)
+    return mapped_array(ary.shape, ary.dtype, order=order)
+
+
+def managed_array(shape: Any, dtype: Any = np.float64, strides: Any = None, order: str = "C",
+                  stream: Any = 0, attach_global: bool = True) -> np.ndarray:
+    """Managed memory: on the simulator, a host array kernels may use (as mapped_array)."""
+    return mapped_host_array(shape, dtype, strides, order)
+
+
+@contextlib.contextmanager
+def pinned(*arylist: Any) -> Iterator[None]:
+    """Pinning host arrays for a while: accepted; the simulator's copies do not need it."""
+    yield
+
+
+@contextlib.contextmanager
+def mapped(*arylist: Any, **kws: Any) -> Iterator[Any]:
+    """Host arrays mapped for kernels: views of them that kernels may use directly."""
+    views = [np.asarray(a).view(MappedArray) for a in arylist]
+    for view in views:
+        view._gpukit_pinned_root = True
+    yield views[0] if len(views) == 1 else views
+
+
+def is_cuda_array(obj: Any) -> bool:
+    return hasattr(obj, "__cuda_array_interface__")
+
+
+def as_cuda_array(obj: Any, sync: bool = True) -> Any:
+    """The simulated device array itself (others' device memory cannot be simulated)."""
+    if isinstance(obj, SimNDArray):
+        return obj
+    raise TypeError("*obj* doesn't implement the cuda array interface of the simulated device")
+
+
+# -- streams and events (modeled times) ------------------------------------------------------
+def stream() -> Any:
+    return _sim().backend.stream()
+
+
+def default_stream() -> int:
+    return 0
+
+
+legacy_default_stream = per_thread_default_stream = default_stream
+
+
+def external_stream(ptr: int) -> Any:
+    return _sim().backend.stream()
+
+
+def event(timing: bool = True) -> Any:
+    """A CUDA event on the modeled timeline (times are modeled, never measured)."""
+    return _sim().context.create_event(timing)
+
+
+def event_elapsed_time(evtstart: Any, evtend: Any) -> float:
+    return evtstart.elapsed_time(evtend)

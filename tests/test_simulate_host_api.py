@@ -1,0 +1,235 @@
+"""numba.cuda's host API under gpukit's simulation mode: devices, memory, device arrays with
+numba-cuda's methods, launches (eager signatures, forall, In/Out, host arrays), streams and
+events, numba.cuda.random. Kernel results are checked against numpy."""
+
+from __future__ import annotations
+
+import gc
+import re
+import warnings
+
+import numpy as np
+import pytest
+from numba import cuda
+from numba.cuda.cudadrv.devicearray import DeviceNDArray
+from numba.cuda.random import (
+    create_xoroshiro128p_states,
+    init_xoroshiro128p_states_cpu,
+    xoroshiro128p_dtype,
+    xoroshiro128p_normal_float32,
+    xoroshiro128p_uniform_float32,
+)
+
+import gpukit
+from gpukit.errors import OutOfMemoryError, UninitializedMemoryError
+
+pytestmark = pytest.mark.filterwarnings("ignore:Grid size")
+
+
+@pytest.fixture
+def sim():
+    with gpukit.simulate("T4") as simulation:
+        yield simulation
+
+
+@cuda.jit
+def axpy(a, x, y, out):
+    i = cuda.grid(1)
+    if i < out.size:
+        out[i] = a * x[i] + y[i]
+
+
+def test_devices_and_their_attributes_come_from_the_profile(sim, capsys):
+    assert cuda.is_available() and len(cuda.gpus) == 1 and len(cuda.list_devices()) == 1
+    dev = cuda.get_current_device()
+    assert dev is cuda.gpus[0] is cuda.select_device(0) is cuda.current_context().device
+    assert (dev.name, dev.compute_capability, dev.id) == ("T4 (gpukit simulator)", (7, 5), 0)
+    assert (dev.MULTIPROCESSOR_COUNT, dev.MAX_THREADS_PER_BLOCK, dev.WARP_SIZE) == (40, 1024, 32)
+    assert (dev.MAX_SHARED_MEMORY_PER_BLOCK, dev.MAX_BLOCK_DIM_Z, dev.MAX_GRID_DIM_X) == (
+        48 * 1024, 64, 2**31 - 1)
+    assert (dev.COMPUTE_CAPABILITY_MAJOR, dev.MAX_THREADS_PER_MULTIPROCESSOR) == (7, 1024)
+    with pytest.raises(AttributeError, match="does not model the device attribute CLOCK_RATE"):
+        _ = dev.CLOCK_RATE
+    with pytest.raises(TypeError, match="the simulation has 1 device"):
+        cuda.select_device(1)
+    assert cuda.detect() is True
+    assert "Found 1 CUDA devices" in capsys.readouterr().out
+
+
+def test_memory_info_counts_allocations_and_frees_collected_arrays(sim):
+    context = cuda.current_context()
+    free, total = context.get_memory_info()
+    assert free == total == sim.profile.memory_bytes
+    a = cuda.device_array((1000,), np.float32)  # 4000 bytes: 4096 reserved
+    assert context.get_memory_info().free == total - 4096
+    view = a[10:20]
+    del a
+    gc.collect()
+    assert context.get_memory_info().free == total - 4096  # the view keeps it alive
+    del view
+    gc.collect()
+    assert context.get_memory_info().free == total
+    with cuda.defer_cleanup():
+        b = cuda.to_device(np.zeros(256))
+        del b
+        gc.collect()
+        assert len(context.deallocations) == 1 and context.get_memory_info().free < total
+    assert context.get_memory_info().free == total
+    with pytest.raises(OutOfMemoryError, match="out of device memory: requested"):
+        cuda.device_array(total + 1, np.uint8)
+
+
+def test_device_arrays_have_numba_cuda_methods(sim):
+    host = np.arange(24, dtype=np.float32).reshape(4, 6)
+    d = cuda.to_device(host)
+    assert isinstance(d, DeviceNDArray) and cuda.is_cuda_array(d)
+    assert (d.shape, d.strides, d.dtype, d.size, d.ndim, d.nbytes) == (
+        (4, 6), (24, 4), np.float32, 24, 2, 96)
+    assert d.is_c_contiguous() and not d.is_f_contiguous() and d.flags["C_CONTIGUOUS"]
+    assert d[1, 2] == 8.0 and isinstance(d[1, 2], np.float32)
+    np.testing.assert_array_equal(d[1].copy_to_host(), host[1])
+    np.testing.assert_array_equal(d[:, 1].copy_to_host(), host[:, 1])
+    np.testing.assert_array_equal(d.reshape(6, 4).copy_to_host(), host.reshape(6, 4))
+    np.testing.assert_array_equal(d.ravel().copy_to_host(), host.ravel())
+    np.testing.assert_array_equal(np.asarray(d), host)
+    np.testing.assert_array_equal(d.T.copy_to_host(), host.T)
+    pieces = d.ravel().split(10)
+    assert [p.shape for p in pieces] == [(10,), (10,), (4,)]
+    np.testing.assert_array_equal(pieces[2].copy_to_host(), host.ravel()[20:])
+    interface = d.__cuda_array_interface__
+    assert (interface["shape"], interface["typestr"], interface["version"]) == ((4, 6), "<f4", 3)
+    out = np.empty_like(host)
+    assert d.copy_to_host(out, stream=0) is out
+    d[0] = 7.0
+    d[1, 1:3] = np.array([-1, -2], np.float32)
+    d[2:] = cuda.to_device(np.ones((2, 6), np.float32))
+    expected = host.copy()
+    expected[0], expected[1, 1:3], expected[2:] = 7.0, [-1, -2], 1.0
+    np.testing.assert_array_equal(d.copy_to_host(), expected)
+    with pytest.raises(ValueError, match=re.escape("Can't copy sequence with size 3 to array "
+                                                   "axis 0 with dimension 6")):
+        d[0] = np.zeros(3)
+    like = cuda.device_array_like(np.zeros((3, 2), order="F"))
+    assert like.is_f_contiguous() and like.shape == (3, 2)
+
+
+def test_launches_convert_arguments_and_copy_host_arrays_as_numba_does(sim):
+    x = np.arange(100, dtype=np.float32)
+    y = np.ones(100, np.float32)
+    out = np.zeros(100, np.float32)
+    with pytest.warns(Warning, match="Host array used in CUDA kernel will incur copy overhead"):
+        axpy[1, 128](2.0, x, y, out)
+    np.testing.assert_array_equal(out, 2 * x + 1)
+    d_out = cuda.device_array(100, np.float32)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", "Host array")  # device and mapped: no copies
+        mapped = cuda.mapped_array(100, np.float32)
+        mapped[:] = x
+        axpy[4, 32, 0, 0](3.0, cuda.to_device(x), mapped, d_out)
+    np.testing.assert_array_equal(d_out.copy_to_host(), 3 * x + x)
+    inputs = np.full(100, 5, np.float32)
+    result = np.zeros(100, np.float32)
+    axpy[1, 128](1.0, cuda.In(inputs), cuda.In(inputs), cuda.Out(result))
+    np.testing.assert_array_equal(result, 10)
+    assert sim.launches[-1].kernel == "axpy"
+
+
+def test_eager_signatures_are_honoured():
+    with gpukit.simulate():
+        @cuda.jit("void(float32[:], int32, float32[:])")
+        def scale(x, factor, out):
+            i = cuda.grid(1)
+            if i < out.size:
+                out[i] = x[i] * factor
+
+        x = cuda.to_device(np.arange(8, dtype=np.float32))
+        out = cuda.device_array(8, np.float32)
+        scale[1, 32](x, 3.9, out)  # 3.9 -> int32 3, as numba-cuda converts it
+        np.testing.assert_array_equal(out.copy_to_host(), np.arange(8) * 3)
+        with pytest.raises(TypeError, match=re.escape(
+                "No matching definition for argument type(s) array(float64, 1d, C), int64, "
+                "array(float32, 1d, C)")):
+            scale[1, 32](np.zeros(8), 2, out)
+        assert scale.targetoptions["device"] is False
+
+
+def test_jit_accepts_numba_cudas_keywords_and_device_functions():
+    with gpukit.simulate():
+        @cuda.jit("float32(float32)", device=True, inline="always")
+        def square(v):
+            return v * v
+
+        @cuda.jit(fastmath=True, lineinfo=True, debug=False, opt=True, cache=True,
+                  launch_bounds=(128,), forceinline=False)
+        def apply(x):
+            i = cuda.grid(1)
+            if i < x.size:
+                x[i] = square(x[i])
+
+        d = cuda.to_device(np.arange(6, dtype=np.float32))
+        apply.forall(6)(d)
+        np.testing.assert_array_equal(d.copy_to_host(), np.arange(6) ** 2)
+        apply.forall(6, tpb=4)(d)
+        np.testing.assert_array_equal(d.copy_to_host(), np.arange(6.0) ** 4)
+        with pytest.raises(ValueError, match="Can't create ForAll with negative task count: -1"):
+            apply.forall(-1)
+
+
+def test_uninitialised_device_arrays_are_caught(sim):
+    @cuda.jit
+    def accumulate(out):
+        i = cuda.grid(1)
+        if i < out.size:
+            out[i] += 1.0
+
+    with pytest.raises(UninitializedMemoryError) as info:
+        accumulate[1, 32](cuda.device_array(16))
+    assert info.value.kernel == "accumulate"
+
+
+def test_streams_and_events_give_modeled_times(sim):
+    stream = cuda.stream()
+    start, end = cuda.event(), cuda.event(timing=True)
+    host = cuda.pinned_array(1 << 20, np.float32)
+    start.record(stream)
+    d = cuda.to_device(host, stream=stream)
+    axpy[256, 128, stream](1.0, d, d, d)
+    d.copy_to_host(host, stream=stream)
+    end.record(stream)
+    end.synchronize()
+    stream.synchronize()
+    elapsed = cuda.event_elapsed_time(start, end)
+    assert elapsed == start.elapsed_time(end) > 0 and start.kind == "modeled"
+    kinds = [e.kind for e in sim.backend.timeline()]
+    assert kinds == ["h2d", "kernel", "d2h"]
+    assert elapsed == pytest.approx(sim.backend.timeline()[-1].end_ms)
+    with pytest.raises(TypeError, match="an event was never recorded"):
+        cuda.event().elapsed_time(end)
+    cuda.synchronize()
+    assert cuda.default_stream() == 0
+    with stream.auto_synchronize():
+        pass
+
+
+def test_random_states_and_draws_are_numba_cudas_streams(sim):
+    n, seed = 64, 1234
+    states = create_xoroshiro128p_states(n, seed=seed, subsequence_start=2)
+    expected = np.empty(n, xoroshiro128p_dtype)
+    init_xoroshiro128p_states_cpu(expected, seed, 2)  # numba-cuda's own CPU implementation
+    np.testing.assert_array_equal(states.copy_to_host(), expected)
+
+    @cuda.jit
+    def draw(rng, uniform, normal):
+        i = cuda.grid(1)
+        if i < uniform.size:
+            uniform[i] = xoroshiro128p_uniform_float32(rng, i)
+            normal[i] = xoroshiro128p_normal_float32(rng, i)
+
+    uniform, normal = np.zeros(n, np.float32), np.zeros(n, np.float32)
+    draw[1, n](states, uniform, normal)
+    cpu = expected.copy()
+    np.testing.assert_array_equal(uniform, [xoroshiro128p_uniform_float32(cpu, i)
+                                            for i in range(n)])
+    np.testing.assert_allclose(normal, [xoroshiro128p_normal_float32(cpu, i) for i in range(n)],
+                               rtol=1e-6)
+    np.testing.assert_array_equal(states.copy_to_host(), cpu)  # the states advanced alike
