@@ -34,12 +34,12 @@ def __getattr__(name: str) -> Any:
 
 def load_ipython_extension(ipython: Any) -> None:
     """`%load_ext gpukit`: registers the `%gpukit` line magic (`%gpukit simulate [device]`)."""
-    from .simulate.magic import register
+    from .simulate.magic import register  # lazy: IPython loads it only for %load_ext gpukit
     register(ipython)
 
 
 def unload_ipython_extension(ipython: Any) -> None:
-    from .simulate.magic import unregister
+    from .simulate.magic import unregister  # lazy: as in load_ipython_extension
     unregister(ipython)
 
 

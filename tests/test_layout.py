@@ -48,6 +48,9 @@ def _imports(module: str) -> list[tuple[str, bool, int, str]]:
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 visit(node.body, True)
                 continue
+            if isinstance(node, ast.If) and isinstance(node.test, ast.Name) \
+                    and node.test.id == "TYPE_CHECKING":
+                continue  # for type checkers only: never imported at run time
             if isinstance(node, ast.Import):
                 found.extend((a.name, in_function, node.lineno, a.name) for a in node.names)
             elif isinstance(node, ast.ImportFrom):

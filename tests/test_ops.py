@@ -276,7 +276,8 @@ def test_ops_and_names_accept_strings():
 def test_library_variant_uses_cupy_on_the_cuda_backend(monkeypatch):
     """The cuBLAS path, with numpy standing in for CuPy (no GPU here)."""
     module = sys.modules["gpukit.ops.gemm"]  # gpukit.ops.gemm is the function
-    monkeypatch.setitem(sys.modules, "cupy", types.SimpleNamespace(matmul=np.matmul))
+    monkeypatch.setitem(sys.modules, "cupy", types.SimpleNamespace(matmul=np.matmul,
+                                                                asarray=np.asarray))
     a, b, c = data((2, 3, 4), np.float64, 1), data((2, 5, 3), np.float64, 2), \
         data((2, 4, 5), np.float64, 3)
     module._library_gemm(a, b, c_out := c.copy(), 2.0, 0.5, True, True)
@@ -286,8 +287,8 @@ def test_library_variant_uses_cupy_on_the_cuda_backend(monkeypatch):
         return types.SimpleNamespace(name="cuda", supports_feature=features.__contains__)
 
     with pytest.raises(OpInputError, match="variant 'library' needs CuPy on a real GPU"):
-        module._check_library("gemm", fake({"atomics"}))
-    module._check_library("gemm", fake({"cupy"}))
+        module._check_library("gemm", fake({"atomics", "cupy"}))  # CuPy without cuBLAS
+    module._check_library("gemm", fake({"cupy", "cublas"}))
 
 
 # -- input errors ---------------------------------------------------------------------------------

@@ -14,7 +14,7 @@ import pytest
 from numba import cuda
 
 from gpukit.backends.cpu import CPUBackend
-from gpukit.errors import KernelTypingError, RaceConditionError
+from gpukit.errors import RaceConditionError
 
 
 @pytest.fixture
