@@ -8,7 +8,6 @@ runs one Python thread per CUDA thread. The file name does not match test_*.py o
 
 from __future__ import annotations
 
-import inspect
 import math
 import warnings
 
@@ -34,7 +33,6 @@ from gpukit.errors import (
     TransferError,
 )
 from gpukit.launches import LaunchRecord
-from gpukit.sim.memory import DeviceArray as SimDeviceArray
 from gpukit.sim.memory import TransferRecord
 from gpukit.timing import KINDS, time_kernel
 
@@ -49,21 +47,6 @@ def scale_2d(a, out):
     col, row = cuda.grid(2)
     if row < out.shape[0] and col < out.shape[1]:
         out[row, col] = 2 * a[row, col]
-
-
-def _sim_has(member: str, parameter: str | None = None) -> bool:
-    """Whether the simulator's DeviceArray has `member` (and its `parameter`): issue 13 adds
-    numba's DeviceNDArray methods there; until then those checks are expected to fail on it."""
-    attribute = getattr(SimDeviceArray, member, None)
-    if attribute is None or parameter is None:
-        return attribute is not None
-    return parameter in inspect.signature(attribute).parameters
-
-
-def simulator_lacks(backend, member: str, parameter: str | None = None) -> None:
-    if isinstance(backend.allocate(1), SimDeviceArray) and not _sim_has(member, parameter):
-        pytest.xfail(f"the simulator's DeviceArray has no {member}"
-                     f"{f'({parameter}=)' if parameter else ''} yet (issue 13 adds it)")
 
 
 # -- the backend's facts ---------------------------------------------------------------------
@@ -164,7 +147,6 @@ def check_array_copy_methods(backend):
 
 
 def check_numba_style_array_methods(backend):
-    simulator_lacks(backend, "split")
     device = backend.to_device(np.arange(10, dtype=np.float32))
     pieces = device.split(4)
     assert [p.shape for p in pieces] == [(4,), (4,), (2,)]
@@ -188,7 +170,6 @@ def check_copies_on_streams(backend):
 
 
 def check_array_copies_on_streams(backend):
-    simulator_lacks(backend, "copy_to_host", "stream")
     stream = backend.stream()
     device = backend.allocate(8, np.float32)
     device.copy_to_device(np.arange(8, dtype=np.float32), stream=stream)
