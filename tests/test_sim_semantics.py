@@ -354,3 +354,17 @@ def init_then_atomics(hist):
 def test_a_plain_initialisation_racing_atomics_of_other_blocks_is_caught(be):
     with pytest.raises(RaceConditionError):
         run(be, init_then_atomics, 4, 1, np.zeros(1, np.int32))
+
+
+def from_the_end(a, m, out):
+    i = cuda.grid(1)
+    if i < out.shape[0]:
+        out[i] = a[-1] + m[i, -1] + m[-2, 0]  # literal negatives count from the end, as in Numba
+        m[i, -1] = 0
+
+
+def test_literal_negative_indices_count_from_the_end(be):
+    a, m = np.arange(5.0), np.arange(12.0).reshape(3, 4)
+    (_, m_after, out) = run(be, from_the_end, 1, 3, a, m, np.zeros(3))
+    assert out.tolist() == [a[-1] + m[i, -1] + m[-2, 0] for i in range(3)]
+    assert m_after[:, -1].tolist() == [0.0, 0.0, 0.0]

@@ -165,8 +165,9 @@ def kernel_error(ctx: ErrorContext) -> KernelError:
         msg = (f"'{text}' indexes {axis}{space} array {label} (shape {shape}) at {b}, outside "
                f"0..{cc - 1}")
         if b < 0:
-            msg += ("; negative indices are out of bounds on a GPU (Numba would silently wrap "
-                    "them to the end of the array)")
+            msg += ("; a computed index that goes negative is a bug Numba hides: it silently "
+                    "wraps it to the end of the array (write a literal such as a[-1] to count "
+                    "from the end)")
         else:
             msg += (f"; guard the access (e.g. `if i < {label}.shape[{a}]:`) or check the index "
                     "arithmetic")
@@ -215,12 +216,6 @@ def kernel_error(ctx: ErrorContext) -> KernelError:
         if a == 1:
             msg = (f"{call}: thread {ctx.thread(b)} (lane {b % 32}) calls it with mask "
                    f"{cc:#010x}, which does not include its own lane")
-        elif a in (2, 4):
-            why = ("has returned from the kernel" if a == 4 else
-                   "did not reach this call (it took another branch)")
-            msg = (f"{call}: the mask names lane {cc % 32} (thread {ctx.thread(cc)}), which "
-                   f"{why}; name only the lanes that take part, e.g. with cuda.activemask(), or "
-                   "call it outside the branch")
         else:
             msg = (f"{call}: lane {b % 32} reads lane {cc}, which does not take part in this "
                    "call (it returned, took another branch, or is past the end of the block), "

@@ -210,16 +210,12 @@ def _warp_call(c, x, w, lt0, checks):
             needed |= m
     needed &= exists
     for lt in range(lo, hi):
-        if (needed >> (lt - lo)) & 1 and not (group >> (lt - lo)) & 1:
-            st = _get(x, lt, L.X_STATUS)
-            if st == L.EXITED:
-                if checks:  # names a lane that returned (4) or ran to the kernel's end (2)
-                    how = 4 if _get(x, lt, L.X_RETURNED) else 2
-                    fail(c, L.E_WARP, site, how, lt0, lt, 0, 0)
-            else:
-                return False  # a named lane has not arrived yet
-    if checks and (_get(x, lt0, L.X_MASK) & ~exists) != 0 and kind != L.K_SYNCWARP:
-        pass  # lanes past the end of the block: nothing to wait for
+        # "all non-exited threads named in mask must execute the same intrinsic" (CUDA
+        # Programming Guide): a named lane that has exited is excused; a shuffle that reads
+        # one is caught below
+        if (needed >> (lt - lo)) & 1 and not (group >> (lt - lo)) & 1 \
+                and _get(x, lt, L.X_STATUS) != L.EXITED:
+            return False  # a named lane has not arrived yet
     _complete_warp(c, x, lo, hi, group, kind, site, checks)
     return True
 

@@ -455,7 +455,7 @@ class UnitRewriter:
         return _call(P + helper, _name(CTX), left, right, _const(self.site(node, "expr")))
 
     def index(self, node: ast.Subscript) -> ast.expr:
-        return self.used(_slice_expr(node.slice), L.UNDEF_INDEX, node)
+        return self.used(_index_expr(node), L.UNDEF_INDEX, node)
 
     def access(self, site: int, value: ast.expr) -> list[ast.expr]:
         """The trailing arguments of an access: its site, its slot's descriptor (when the
@@ -898,6 +898,10 @@ class _ExprRewriter(ast.NodeTransformer):
         if names.is_device_array(obj):
             raise self.rw._unsupported(node, "a device array captured as a global (pass it as "
                                              "an argument)")
+        if callable(obj) and getattr(obj, "__module__", "").startswith("numba.cuda"):
+            what = "cooperative groups (grid-wide sync)" if ".cg" in obj.__module__ else \
+                f"{static.path}"
+            raise self.rw._unsupported(node, f"{what}: numba-cuda's {static.path}")
         if isinstance(node, ast.Name) and not self.rw.prefix:
             self.rw.namespace[node.id] = obj
             return node
@@ -928,7 +932,7 @@ class _ExprRewriter(ast.NodeTransformer):
         if not _reads_memory(node):
             return self.generic_visit(node)
         site = self.rw.site(node, "read", label=_root_name(node))
-        index = self.rw.used(_slice_expr(node.slice), L.UNDEF_INDEX, node)
+        index = self.rw.used(_index_expr(node), L.UNDEF_INDEX, node)
         return _call(P + "ld", _name(CTX), self.visit(node.value), index,
                      *self.rw.access(site, node.value))
 
@@ -1171,6 +1175,39 @@ def _slice_expr(node: ast.expr) -> ast.expr:
     if isinstance(node, ast.Tuple):
         return ast.Tuple(elts=[_slice_expr(e) for e in node.elts], ctx=ast.Load())
     return node
+
+
+def _index_expr(node: ast.Subscript) -> ast.expr:
+    """The index of `node`, a literal negative component (`a[-1]`, `m[i, -2]`) written as
+    `a.shape[axis] - 1`: Numba counts such indices from the end, as Python does, and the
+    bounds check then reports only computed indices that go negative (the classic `i - 1`)."""
+    index = _slice_expr(node.slice)
+    if not isinstance(node.value, ast.Name):
+        return index
+    elts = index.elts if isinstance(index, ast.Tuple) else [index]
+    if any(isinstance(e, ast.Constant) and e.value in (None, Ellipsis) for e in elts):
+        return index  # axes no longer follow positions
+    wrapped = []
+    for axis, e in enumerate(elts):
+        negative = _negative_literal(e)
+        if negative is not None:
+            shape = ast.Attribute(value=ast.Name(id=node.value.id, ctx=ast.Load()), attr="shape",
+                                  ctx=ast.Load())
+            e = ast.BinOp(left=ast.Subscript(value=shape, slice=_const(axis), ctx=ast.Load()),
+                          op=ast.Add(), right=_const(negative))
+            ast.copy_location(e, node)
+        wrapped.append(e)
+    return ast.Tuple(elts=wrapped, ctx=ast.Load()) if isinstance(index, ast.Tuple) \
+        else wrapped[0]
+
+
+def _negative_literal(e: ast.expr) -> int | None:
+    if isinstance(e, ast.UnaryOp) and isinstance(e.op, ast.USub) \
+            and isinstance(e.operand, ast.Constant) and type(e.operand.value) is int:
+        return -e.operand.value if e.operand.value > 0 else None
+    if isinstance(e, ast.Constant) and type(e.value) is int and e.value < 0:
+        return e.value
+    return None
 
 
 def _root_name(node: ast.expr) -> str | None:

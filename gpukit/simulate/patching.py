@@ -37,6 +37,8 @@ PATCHED: list[tuple[str, str, str, str, str]] = [
     ("numba.cuda.api", "gpus", "", "gpus", "as numba.cuda.gpus"),
     ("numba.cuda.cudadrv.devicearray", "auto_device", _HOST, "auto_device",
      "numba's helpers that copy host arrays to the device"),
+    ("numba.cuda.cudadrv.devices", "get_context", _HOST, "current_context",
+     "numba's helpers (its test decorators among them) ask the context for the device"),
     ("numba.cuda.dispatcher", "get_current_device", _HOST, "get_current_device",
      "typing eager device functions asks for the device's compute capability"),
     ("numba.cuda.compiler", "get_current_device", _HOST, "get_current_device",
