@@ -114,7 +114,7 @@ def backward_difference(a, out):
 
 bug(name="oob_negative_index", kernel=backward_difference, grid=2, block=64,
     args=lambda be: (_arange(be, 100), _zeros(be, 100)), error=OutOfBoundsError,
-    thread=(0, 0, 0), block_idx=(0, 0, 0), check="bounds", silent_when_off=True,
+    thread=(0, 0, 0), block_idx=(0, 0, 0), check="wraparound", silent_when_off=True,
     message=r"'a\[i - 1\]' indexes global array a \(shape \(100,\)\) at -1, outside 0\.\.99; "
             r"a computed index that goes negative is a bug Numba hides")
 
@@ -129,6 +129,22 @@ bug(name="oob_2d_wrong_axis", kernel=scale_2d_wrong_axis, grid=1, block=(8, 8),
     args=lambda be: (be.to_device(np.ones((8, 5), np.float32)), _zeros(be, (8, 5))),
     error=OutOfBoundsError, thread=(5, 0, 0), block_idx=(0, 0, 0), check="bounds",
     message=r"indexes axis 1 of global array a \(shape \(8, 5\)\) at 5, outside 0\.\.4")
+
+
+def right_neighbour_sum(a, out):
+    col, row = cuda.grid(2)
+    if row < a.shape[0] - 1 and col < a.shape[1]:
+        out[row, col] = a[row, col] + a[row, col + 1]  # bug: col + 1 runs past the row's end
+
+
+# past the end of axis 1 but inside the array's memory (the next row's first element), which is
+# what a GPU reads: with the check off the kernel runs
+bug(name="oob_past_the_end_of_a_row", kernel=right_neighbour_sum, grid=1, block=(8, 4),
+    args=lambda be: (be.to_device(np.arange(32, dtype=np.float32).reshape(4, 8)),
+                     _zeros(be, (4, 8))), error=OutOfBoundsError,
+    thread=(7, 0, 0), block_idx=(0, 0, 0), check="bounds", silent_when_off=True,
+    message=r"'a\[row, col \+ 1\]' indexes axis 1 of global array a \(shape \(4, 8\)\) at 8, "
+            r"outside 0\.\.7")
 
 
 def shared_too_small(a, out):

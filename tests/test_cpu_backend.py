@@ -480,7 +480,7 @@ def test_status_reports_memory_launches_and_the_last_error():
     assert (status.name, status.initialized, status.device) == ("cpu", True, "simulated T4")
     assert (status.memory_in_use_bytes, status.kernels_launched, status.last_error) == (0, 0, None)
     assert status.extra["checks"] == ["launch_limits", "bounds", "barriers", "uninitialized",
-                                      "division_by_zero"]
+                                      "division_by_zero", "wraparound"]
     assert (status.extra["schedule"], status.extra["num_threads"],
             status.extra["use_numba"]) == ("shuffle", 4, True)
     dev = backend.to_device(np.arange(100, dtype=np.float32))

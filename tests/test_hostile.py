@@ -284,7 +284,7 @@ def test_an_allocation_too_large_to_describe_is_refused_before_memory_is_touched
      "checks['races'] must be True or False, got str 'no'"),
     ({"checks": 5}, OptionTypeError,
      ("checks must be True, False, a dict or a list of names, not 5; the checks are: "
-      "launch_limits, bounds, races, barriers, uninitialized, division_by_zero")),
+      "launch_limits, bounds, races, barriers, uninitialized, division_by_zero, wraparound")),
     ({"watchdog_s": "x"}, OptionTypeError,
      "watchdog_s must be a positive number of seconds or None, got str 'x'"),
     ({"watchdog_s": -1}, InvalidOptionError,
@@ -331,7 +331,8 @@ def test_the_engine_receives_plain_values():
     opts = launch_opts.launch_options({"checks": ["bounds"], "seed": np.int64(3)},
                                       launch_opts.simulator_options())
     assert opts.checks == {"launch_limits": False, "bounds": True, "races": False,
-                           "barriers": False, "uninitialized": False, "division_by_zero": False}
+                           "barriers": False, "uninitialized": False, "division_by_zero": False,
+                           "wraparound": False}
     assert (opts.schedule, opts.seed, opts.watchdog_s, opts.trace) == ("ordered", 3, 30.0, None)
     assert type(opts.seed) is int
 

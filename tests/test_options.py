@@ -34,12 +34,12 @@ def test_checks_become_a_dict_of_bools_for_every_check():
     ({"races": 0}, OptionTypeError, "checks['races'] must be True or False, got int 0"),
     ({"race": True}, InvalidOptionError, ("unknown check 'race'; the checks are: launch_limits, "
                                           "bounds, races, barriers, uninitialized, "
-                                          "division_by_zero")),
+                                          "division_by_zero, wraparound")),
     ([3], InvalidOptionError, ("unknown check 3; the checks are: launch_limits, bounds, races, "
-                               "barriers, uninitialized, division_by_zero")),
+                               "barriers, uninitialized, division_by_zero, wraparound")),
     ("bounds", OptionTypeError, ("checks must be True, False, a dict or a list of names, not "
                                  "'bounds'; the checks are: launch_limits, bounds, races, "
-                                 "barriers, uninitialized, division_by_zero")),
+                                 "barriers, uninitialized, division_by_zero, wraparound")),
 ])
 def test_bad_checks(checks, error, message):
     with pytest.raises(error) as info:

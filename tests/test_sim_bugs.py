@@ -135,7 +135,7 @@ def test_a_launch_can_switch_a_check_back_on(name):
 def test_unknown_or_malformed_checks_are_refused():
     with pytest.raises(ValueError, match="unknown check 'bound'; the checks are: launch_limits, "
                                          "bounds, races, barriers, uninitialized, "
-                                         "division_by_zero"):
+                                         "division_by_zero, wraparound"):
         CPUBackend(checks={"bound": False})
     b = BUGS["oob_missing_guard"]
     backend = CPUBackend()

@@ -14,7 +14,7 @@ import pytest
 from numba import cuda
 
 from gpukit.backends.cpu import CPUBackend
-from gpukit.errors import RaceConditionError
+from gpukit.errors import OutOfBoundsError, RaceConditionError
 
 
 @pytest.fixture
@@ -368,3 +368,18 @@ def test_literal_negative_indices_count_from_the_end(be):
     (_, m_after, out) = run(be, from_the_end, 1, 3, a, m, np.zeros(3))
     assert out.tolist() == [a[-1] + m[i, -1] + m[-2, 0] for i in range(3)]
     assert m_after[:, -1].tolist() == [0.0, 0.0, 0.0]
+
+
+def backward_difference(a, out):
+    i = cuda.grid(1)
+    if i < a.shape[0]:
+        out[i] = a[i] - a[i - 1]  # at i = 0, Numba reads a[-1]: the last element
+
+
+def test_code_that_relies_on_numba_wrapping_a_negative_index_runs_without_that_check(be):
+    a = np.arange(1.0, 6.0) ** 2
+    (_, out) = run(be, backward_difference, 1, 5, a, np.zeros(5),
+                   checks={"wraparound": False})
+    assert out.tolist() == (a - np.roll(a, 1)).tolist()
+    with pytest.raises(OutOfBoundsError, match=r"at -1, outside 0\.\.4; a computed index"):
+        run(be, backward_difference, 1, 5, a, np.zeros(5))

@@ -68,7 +68,8 @@ class CPUBackend(Backend):
     """A simulated GPU. `CPUBackend(device="A100", checks=..., schedule="shuffle", seed=0)`.
 
     checks: True (all, the default), False, a dict {name: bool}, or a list of names to enable,
-    among "launch_limits", "bounds", "races", "barriers", "uninitialized", "division_by_zero".
+    among "launch_limits", "bounds", "races", "barriers", "uninitialized", "division_by_zero",
+    "wraparound".
     schedule: "ordered" (deterministic) or "shuffle" (seeded block and write order).
     seed: the shuffle's seed (an int >= 0, or None for a fresh one).
     watchdog_s: stop kernels that run longer than this many seconds (None: never).

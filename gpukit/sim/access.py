@@ -397,9 +397,10 @@ def _element_source(ndim: int, store: bool, tuple_index: bool, direct: bool) -> 
         src = f"idx[{k}]" if tuple_index else "idx"
         lines += [f"    i{k} = np.int64({src})",
                   f"    if i{k} < 0 or i{k} >= obj.shape[{k}]:",
-                  "        if bc:",
+                  (f"        if (bc and (i{k} >= obj.shape[{k}] or i{k} < -obj.shape[{k}])) or "
+                   f"(i{k} < 0 and i{k} >= -obj.shape[{k}] and c[CHECKS] & CHECK_WRAPAROUND):"),
                   f"            bounds_fail(c, site, {k}, i{k}, obj)",
-                  f"        if i{k} < 0:",  # checks off: Numba wraps negative indices
+                  f"        if i{k} < 0:",  # Numba wraps negative indices to the end
                   f"            i{k} += obj.shape[{k}]",
                   f"    addr += i{k} * obj.strides[{k}]"]
     index = ", ".join(f"i{k}" for k in range(ndim))
@@ -428,6 +429,7 @@ def _impl_for(ndim: int, store: bool, tuple_index: bool, direct: bool):
     if key not in _IMPLS:
         namespace = {"np": np, "addr_of": addr_of, "bounds_fail": bounds_fail, "touch": touch,
                      "same_bits": same_bits, "CHECKS": L.CHECKS, "CHECK_BOUNDS": L.CHECK_BOUNDS,
+                     "CHECK_WRAPAROUND": L.CHECK_WRAPAROUND,
                      "KIND_WRITE": L.KIND_WRITE, "KIND_READ": L.KIND_READ,
                      "load_at": load_at, "store_at": store_at}
         source = _element_source(ndim, store, tuple_index, direct)
@@ -504,11 +506,13 @@ def _view_impl(obj, idx):
     for k, t in enumerate(items):
         if isinstance(t, (types.Integer, types.IntegerLiteral)):
             src = f"idx[{k}]" if isinstance(idx, types.BaseTuple) else "idx"
-            lines += [f"    if bc and (np.int64({src}) < 0 or np.int64({src}) >= obj.shape[{k}]):",
-                      f"        bounds_fail(c, site, {k}, np.int64({src}), obj)"]
+            lines += [f"    j = np.int64({src})",
+                      (f"    if (bc and (j >= obj.shape[{k}] or j < -obj.shape[{k}])) or "
+                       f"(j < 0 and j >= -obj.shape[{k}] and c[CHECKS] & CHECK_WRAPAROUND):"),
+                      f"        bounds_fail(c, site, {k}, j, obj)"]
     lines.append("    return obj[idx]")
     namespace = {"np": np, "bounds_fail": bounds_fail, "CHECKS": L.CHECKS,
-                 "CHECK_BOUNDS": L.CHECK_BOUNDS}
+                 "CHECK_BOUNDS": L.CHECK_BOUNDS, "CHECK_WRAPAROUND": L.CHECK_WRAPAROUND}
     exec("\n".join(lines), namespace)  # noqa: S102
     return namespace["impl"]
 

@@ -133,8 +133,10 @@ CHECK_RACES = 2
 CHECK_BARRIERS = 4
 CHECK_UNINITIALIZED = 8
 CHECK_DIVISION = 16
+CHECK_WRAPAROUND = 32  # a computed negative index, which Numba wraps to the end of the axis
 CHECK_NAMES = {"bounds": CHECK_BOUNDS, "races": CHECK_RACES, "barriers": CHECK_BARRIERS,
-               "uninitialized": CHECK_UNINITIALIZED, "division_by_zero": CHECK_DIVISION}
+               "uninitialized": CHECK_UNINITIALIZED, "division_by_zero": CHECK_DIVISION,
+               "wraparound": CHECK_WRAPAROUND}
 
 # -- trace columns -----------------------------------------------------------------------
 TRACE_FIELDS = 7  # global thread, site, slot, element, kind, phase, execution number

@@ -167,7 +167,8 @@ def kernel_error(ctx: ErrorContext) -> KernelError:
         if b < 0:
             msg += ("; a computed index that goes negative is a bug Numba hides: it silently "
                     "wraps it to the end of the array (write a literal such as a[-1] to count "
-                    "from the end)")
+                    "from the end; code that relies on the wrap runs with the 'wraparound' "
+                    "check off)")
         else:
             msg += (f"; guard the access (e.g. `if i < {label}.shape[{a}]:`) or check the index "
                     "arithmetic")
