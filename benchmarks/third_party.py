@@ -143,7 +143,11 @@ def main(argv: list[str] | None = None) -> int:
         write_section(
             "## Third-party test suites: stumpy's GPU tests\n\n"
             f"Written by `python -m benchmarks.third_party --write` on {stamp} (same machine "
-            "kind as above; each mode a fresh pytest process, compile time included).\n\n"
+            "kind as above; each mode a fresh pytest process, compile time included). The "
+            "ratio is Numba's simulator's time over gpukit's: below 1, gpukit was slower. These "
+            "tests launch small grids, so gpukit's time is mostly compiling: every kernel is "
+            "typed and compiled by Numba once per signature, seconds each for stumpy's large "
+            "kernels.\n\n"
             + text + "\n" + "".join(f"- {k}: {v}\n" for k, v in machine().items()
                                      if k in ("CPU", "cores", "stumpy", "gpukit")))
     return 0
