@@ -37,7 +37,10 @@ def _source(cell: dict) -> str:
 
 
 def _code(path: Path) -> list[str]:
-    return [_source(c) for c in _cells(path) if c["cell_type"] == "code"]
+    """The code cells as Python: IPython magics (`%load_ext gpukit`) become `pass`."""
+    return ["\n".join("pass" if line.lstrip().startswith(("%", "!")) else line
+                      for line in _source(c).splitlines())
+            for c in _cells(path) if c["cell_type"] == "code"]
 
 
 def _outputs(cell: dict) -> str:
