@@ -9,8 +9,6 @@ reports, placing the kernel on the modeled timeline. Nothing here simulates.
 
 from __future__ import annotations
 
-import sys
-import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -18,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from ..devices import STATIC_SHARED_MEM_PER_BLOCK as STATIC_SHARED_LIMIT_BYTES
-from ..errors import ArgumentTypeError, ImplicitTransferWarning, LaunchConfigError
+from ..errors import ArgumentTypeError, LaunchConfigError
 from ..launches import LaunchRecord
 from ..occupancy.resources import theoretical_occupancy
 from ..sim.launch import run
@@ -27,7 +25,13 @@ from ..sim.report import TraceCapacityError
 from ..timing.model import model_launch
 from ._cpu_kernel import CPUKernel
 from .options import LaunchOptions, launch_options
-from .validate import check_dynamic_shared_bytes, check_launch, normalize_dim3, normalize_dtype
+from .validate import (
+    check_dynamic_shared_bytes,
+    check_launch,
+    normalize_dim3,
+    normalize_dtype,
+    warn_implicit_copies,
+)
 
 __all__ = ["ArgSpec", "launch"]
 
@@ -111,21 +115,8 @@ def _device_arguments(backend: Any, kernel: CPUKernel, args: tuple
             backend.free(device)
         raise
     if copies:
-        names = ", ".join(name for name, _, _ in copies)
-        warnings.warn(
-            f"kernel '{kernel.name}': host arrays passed directly ({names}) are copied to the "
-            "device before the launch and back after it; copy them once with backend.to_device "
-            "to avoid these implicit transfers", ImplicitTransferWarning,
-            stacklevel=_user_stacklevel())
+        warn_implicit_copies(kernel.name, [name for name, _, _ in copies])
     return values, copies
-
-
-def _user_stacklevel() -> int:
-    """The warnings stacklevel of the first frame outside gpukit (the learner's launch line)."""
-    frame, level = sys._getframe(1), 2
-    while frame is not None and frame.f_globals.get("__name__", "").startswith("gpukit"):
-        frame, level = frame.f_back, level + 1
-    return level - 1
 
 
 def _check_geometry(backend: Any, kernel: CPUKernel, grid: Any, block: Any,

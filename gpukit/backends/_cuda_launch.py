@@ -13,9 +13,7 @@ CUDA errors of a kernel that faulted are turned into `KernelFaultError` by `tran
 from __future__ import annotations
 
 import inspect
-import sys
 import time
-import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -23,14 +21,13 @@ import numpy as np
 
 from ..errors import (
     ArgumentTypeError,
-    ImplicitTransferWarning,
     KernelFaultError,
     KernelTypingError,
     LaunchConfigError,
 )
 from ..launches import LaunchRecord
 from ._cuda_arrays import CUDADeviceArray
-from .validate import check_launch
+from .validate import check_launch, warn_implicit_copies
 
 # CUDA errors a faulting kernel leaves behind; all are sticky (the context is lost).
 FAULT_CODES = {
@@ -191,21 +188,9 @@ def _arguments(backend: Any, kernel: Any, args: tuple
             backend.free(device)
         raise
     if copies:
-        copied = [name for name, arg in zip(names, args) if isinstance(arg, np.ndarray)]
-        warnings.warn(
-            f"kernel '{kernel.name}': host arrays passed directly ({', '.join(copied)}) are "
-            "copied to the device before the launch and back after it; copy them once with "
-            "backend.to_device to avoid these implicit transfers", ImplicitTransferWarning,
-            stacklevel=_user_stacklevel())
+        warn_implicit_copies(kernel.name,
+                             [name for name, arg in zip(names, args) if isinstance(arg, np.ndarray)])
     return values, copies
-
-
-def _user_stacklevel() -> int:
-    """The warnings stacklevel of the first frame outside gpukit (the learner's launch line)."""
-    frame, level = sys._getframe(1), 2
-    while frame is not None and frame.f_globals.get("__name__", "").startswith("gpukit"):
-        frame, level = frame.f_back, level + 1
-    return level - 1
 
 
 def time_launches(backend: Any, prepared: LaunchPlan, repeat: int, flops: Any

@@ -10,11 +10,13 @@ from __future__ import annotations
 import itertools
 import math
 import operator
+import sys
+import warnings
 from typing import Any
 
 import numpy as np
 
-from ..errors import GpukitError, LaunchConfigError, TransferError
+from ..errors import GpukitError, ImplicitTransferWarning, LaunchConfigError, TransferError
 from .base import Capabilities
 
 # The most bytes one numpy array (so one host view of a device array) can span, and the most
@@ -232,3 +234,22 @@ def check_dynamic_shared_bytes(kernel_name: str, value: Any, limit: int | None =
         raise LaunchConfigError(f"kernel '{kernel_name}': dynamic_shared_bytes must be an int "
                                 f"{allowed}, got {value!r}")
     return shared
+
+
+def warn_implicit_copies(kernel_name: str, names: list[str]) -> None:
+    """The ImplicitTransferWarning for host arrays passed straight to a kernel, pointing at the
+    first frame outside gpukit (the learner's launch line)."""
+    warnings.warn(
+        f"kernel '{kernel_name}': host arrays passed directly ({', '.join(names)}) are copied to "
+        "the device before the launch and back after it; copy them once with backend.to_device "
+        "to avoid these implicit transfers", ImplicitTransferWarning,
+        stacklevel=_user_stacklevel())
+
+
+def _user_stacklevel() -> int:
+    """The warnings stacklevel of the first frame outside gpukit, for a warning issued by the
+    caller of this function."""
+    frame, level = sys._getframe(1), 2
+    while frame is not None and frame.f_globals.get("__name__", "").startswith("gpukit"):
+        frame, level = frame.f_back, level + 1
+    return level - 1
