@@ -74,6 +74,9 @@ class _Launcher:
         self.stream, self.dynamic = stream, dynamic
 
     def __call__(self, *args: Any) -> None:
-        self.kernel.backend.launch_kernel(self.kernel, self.grid, self.block, *args,
-                                          stream=self.stream,
-                                          dynamic_shared_bytes=self.dynamic)
+        options = {}  # only what was given: a launch without options takes a faster path
+        if not (self.stream is None or (type(self.stream) is int and self.stream == 0)):
+            options["stream"] = self.stream
+        if not (type(self.dynamic) is int and self.dynamic == 0):
+            options["dynamic_shared_bytes"] = self.dynamic
+        self.kernel.backend.launch_kernel(self.kernel, self.grid, self.block, *args, **options)

@@ -62,7 +62,7 @@ def _is_scalar(value: Any) -> bool:
 def launch(backend: Any, kernel: CPUKernel, grid: Any, block: Any, args: tuple,
            options: dict[str, Any]) -> LaunchRecord:
     """Run one launch of `kernel` on the CPUBackend `backend`; returns its record."""
-    opts = launch_options(options, backend.options)
+    opts = launch_options(options, backend.options) if options else backend.default_launch
     timeline = backend.modeled_timeline
     timeline.stream_id(opts.stream)  # a foreign stream is refused before anything runs
     grid3, block3, shared = _check_geometry(backend, kernel, grid, block, opts)
@@ -86,7 +86,7 @@ def launch(backend: Any, kernel: CPUKernel, grid: Any, block: Any, args: tuple,
         result.stats.implicit_transfers = [name for name, _, _ in copies]
         record = LaunchRecord(
             kernel.name, grid3, block3, shared, opts.stream, result.wall_ms, result.stats,
-            opts.checks, opts.schedule, timings={"wall": result.wall_ms}, backend=backend.name,
+            dict(opts.checks), opts.schedule, timings={"wall": result.wall_ms}, backend=backend.name,
             occupancy_of=_occupancy_of(backend.profile, kernel, args, block3, shared,
                                        result.stats))
         if opts.flops is not None:

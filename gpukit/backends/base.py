@@ -18,13 +18,14 @@ from __future__ import annotations
 
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from ..devices import DeviceProfile
 from ..errors import ArgumentTypeError, TransferError, UnsupportedOperationError
 from ..launches import LaunchRecord
+from ..sim.log import RecordLog
 
 # Pressure levels of `MemoryInfo`: low < 70% used <= medium < 85% <= high < 95% <= critical.
 PRESSURE_LEVELS = (("low", 0.70), ("medium", 0.85), ("high", 0.95), ("critical", float("inf")))
@@ -288,13 +289,15 @@ class Backend(ABC):
         return False
 
     @property
-    def launches(self) -> list[LaunchRecord]:
-        """Every launch so far, oldest first. Backends that log launches append to it."""
-        return self.__dict__.setdefault("_launches", [])
+    def launches(self) -> RecordLog:
+        """The latest launches (10,000; `launches.limit` changes it), oldest first, as a
+        `RecordLog`: indexed, sliced and iterated like a list; `launches.total` counts them
+        all. Backends that log launches append to it."""
+        return self.__dict__.setdefault("_launches", RecordLog())
 
     @launches.setter
-    def launches(self, records: list[LaunchRecord]) -> None:
-        self.__dict__["_launches"] = records
+    def launches(self, records: Iterable[LaunchRecord]) -> None:
+        self.__dict__["_launches"] = RecordLog(records)
 
     @property
     def transfers(self) -> list[Any]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 import os
 import time
+from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
@@ -29,7 +30,8 @@ from ..errors import (
 from ..launches import LaunchRecord
 from ..sim.kernel import SimKernel, python_function
 from ..sim.launch import Workspace
-from ..sim.memory import DeviceArray, TransferRecord
+from ..sim.log import RecordLog
+from ..sim.memory import DeviceArray
 from ..sim.streams import SimStream, Timeline, TimelineEvent, TimelineMemory, is_pinned
 from ..sim.streams import pinned_array as sim_pinned_array
 from ..timing.model import COPY_DIRECTIONS, modeled_copy_ms
@@ -37,7 +39,7 @@ from ..utils import as_choice, as_int, c_strides, f_strides
 from ._cpu_kernel import CPUKernel
 from ._cpu_launch import launch
 from .base import Backend, BackendStatus, Capabilities, MemoryInfo
-from .options import CHECKS, simulator_options
+from .options import CHECKS, launch_options, simulator_options
 from .validate import (
     check_array_size,
     check_copy_target,
@@ -46,7 +48,9 @@ from .validate import (
     normalize_shape,
 )
 
-__all__ = ["FEATURES", "CPUBackend", "modeled_copy_ms"]
+__all__ = ["FEATURES", "KERNEL_CACHE_LIMIT", "CPUBackend", "modeled_copy_ms"]
+
+KERNEL_CACHE_LIMIT = 256  # compiled kernels a backend keeps by function (least recent dropped)
 
 FEATURES = frozenset({
     "shared_memory", "dynamic_shared_memory", "atomics", "syncthreads", "warp_shuffle", "warp_vote",
@@ -90,6 +94,8 @@ class CPUBackend(Backend):
             checks=checks, schedule=schedule, seed=seed, watchdog_s=watchdog_s,
             host_memory_budget_bytes=host_memory_budget_bytes, num_threads=num_threads,
             use_numba=use_numba)
+        # the options of a launch that gives none (launch_kernel's common case)
+        self.default_launch = launch_options({}, self.options)
         budget = self.options.host_memory_budget_bytes or _default_host_budget()
         # the modeled schedule copies and kernels are placed on (gpukit.sim.streams.Timeline)
         self.modeled_timeline = Timeline(self.profile)
@@ -97,7 +103,10 @@ class CPUBackend(Backend):
             self.profile.memory_bytes, budget, backend_name=f"cpu ({self.profile.name})",
             link_ms=lambda direction, nbytes, pinned: modeled_copy_ms(
                 self.profile, direction, nbytes, pinned), timeline=self.modeled_timeline)
-        self._kernels: dict[Any, CPUKernel] = {}
+        # compiled kernels by (function, signature), the latest KERNEL_CACHE_LIMIT kept: a
+        # notebook cell run again makes a new function (its compiled code is shared by content,
+        # gpukit.sim.cache), and the old one must not be kept alive with its globals
+        self._kernels: OrderedDict[Any, CPUKernel] = OrderedDict()
         self.workspace = Workspace()  # the simulator's scratch memory, reused by every launch
         self._last_error: str | None = None
         self._initialized = True
@@ -139,7 +148,9 @@ class CPUBackend(Backend):
         return True
 
     def capabilities(self) -> Capabilities:
-        return Capabilities.from_profile(self.profile, FEATURES)
+        if "_capabilities" not in self.__dict__:  # the profile never changes: work it out once
+            self._capabilities = Capabilities.from_profile(self.profile, FEATURES)
+        return self._capabilities
 
     # -- memory ----------------------------------------------------------------------------
     def allocate(self, shape: Any, dtype: Any = "float32") -> DeviceArray:
@@ -232,8 +243,9 @@ class CPUBackend(Backend):
         return MemoryInfo(free_bytes=self.memory.free_bytes, total_bytes=self.memory.total_bytes)
 
     @property
-    def transfers(self) -> list[TransferRecord]:
-        """Every host/device copy so far, with its modeled duration."""
+    def transfers(self) -> RecordLog:
+        """The latest host/device copies (10,000; `transfers.limit` changes it), with their
+        modeled durations; `transfers.total` counts them all."""
         return self.memory.transfers
 
     def time_copies(self, direction: str, nbytes: int, pinned: bool,
@@ -278,7 +290,9 @@ class CPUBackend(Backend):
             raise ArgumentTypeError(str(exc)) from None
         key = (py_func, None if signature is None else str(signature))  # eager and lazy differ
         kernel = self._kernels.get(key)
-        if kernel is None:
+        if kernel is not None:
+            self._kernels.move_to_end(key)
+        else:
             try:
                 kernel = CPUKernel(SimKernel(py_func, signature), self, signature)
             except SyntaxError as exc:  # source that parses only in context (a lambda, ...)
@@ -288,6 +302,8 @@ class CPUBackend(Backend):
                     "simulator needs kernels defined with def in a file or a notebook cell",
                     kernel=name) from None
             self._kernels[key] = kernel
+            while len(self._kernels) > KERNEL_CACHE_LIMIT:
+                self._kernels.popitem(last=False)
         return kernel
 
     def launch_kernel(self, kernel: Any, grid: Any, block: Any, *args: Any,
@@ -349,7 +365,7 @@ class CPUBackend(Backend):
     def status(self) -> BackendStatus:
         return BackendStatus(
             name=self.name, initialized=self.initialized, device=self.device_name,
-            memory_in_use_bytes=self.memory.used_bytes, kernels_launched=len(self.launches),
+            memory_in_use_bytes=self.memory.used_bytes, kernels_launched=self.launches.total,
             last_error=self._last_error,
             extra={"checks": [c for c in CHECKS if self.checks[c]], "schedule": self.schedule,
                    "host_memory_used_bytes": self.memory.host_budget.used_bytes,

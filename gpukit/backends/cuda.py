@@ -21,6 +21,7 @@ import numpy as np
 from ..devices import DeviceProfile
 from ..errors import BackendUnavailableError
 from ..launches import LaunchRecord
+from ..sim.log import RecordLog
 from ..sim.memory import TransferRecord
 from ..timing.model import modeled_copy_ms
 from ..utils import as_int
@@ -62,7 +63,7 @@ class CUDABackend(Backend):
         self._live = env.ArrayTable()   # arrays this backend allocated -> nbytes
         self._raw = env.ArrayTable()    # their CuPy/Numba arrays -> the gpukit array
         self._pinned = env.ArrayTable()  # pinned host arrays from pinned_array
-        self._transfers: list[TransferRecord] = []
+        self._transfers = RecordLog()  # the latest copies (gpukit.sim.log)
         self._opted_in: dict[int, int] = {}  # id(compiled kernel) -> dynamic bytes allowed
         self._kernels_launched = 0
         self._last_error: str | None = None
@@ -271,8 +272,8 @@ class CUDABackend(Backend):
         return isinstance(array, CUDADeviceArray) and array.backend is self
 
     @property
-    def transfers(self) -> list[TransferRecord]:
-        """Every host/device copy so far; `modeled_ms` is the link model of this GPU's profile
+    def transfers(self) -> RecordLog:
+        """The latest host/device copies (a `RecordLog`, as on the simulator); `modeled_ms` is the link model of this GPU's profile
         (gpukit.timing.model), not a measurement (bandwidth_sweep measures)."""
         return self._transfers
 

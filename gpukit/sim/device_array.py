@@ -11,6 +11,7 @@ element access. It does not run kernels or model copy times (the memory's link m
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import TYPE_CHECKING, Any
 
@@ -91,7 +92,7 @@ class DeviceArray:
     def nbytes(self) -> int:
         return self.size * self.itemsize
 
-    @property
+    @functools.cached_property
     def layout(self) -> str:
         """"C", "F" (Fortran) or "A" (any other strides), as numba names array layouts."""
         return _layout(self.shape, self.strides, self.itemsize)

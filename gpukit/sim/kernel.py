@@ -15,7 +15,7 @@ from typing import Any
 import numba
 
 from ..errors import UnsupportedKernelError
-from . import names
+from . import cache, names
 from .compiler import _JIT, MAX_RECURSIVE_FRAME, RUNTIME, KernelBuilder, driver_source
 from .transform import Unit
 
@@ -57,21 +57,33 @@ class SimKernel:
         self.local_kernel_bytes = self.unit.frame_bytes
         self.local_bytes = self.unit.frame_bytes + _call_depth(self.unit, ())
         self.param_usage = param_usage(self.unit, self.param_names)
+        self.driver_source = driver_source(list(self.param_names), self.generator,
+                                           len(self.slots))
+        # what the compiled code depends on (None: a global that cannot be fingerprinted)
+        self.key = cache.content_key(self.units, self.driver_source, _JIT)
         self._driver: Any = None
         self.checked_signatures: set = set()
+        self.signatures: dict = {}  # launch values' type keys -> Numba types (launch._signature)
 
     # -- compiled code -----------------------------------------------------------------------
     @property
     def driver(self) -> Any:
-        """The compiled function that runs a launch (built on first use)."""
-        if self._driver is None:
-            self._driver = _compile(self)
-        return self._driver
+        """The compiled function that runs a launch (built on first use, shared by every
+        kernel with the same content; see gpukit.sim.cache)."""
+        if self.key is None:
+            if self._driver is None:
+                self._driver = _compile(self)
+            return self._driver
+        driver = cache.COMPILED.get(self.key)
+        if driver is None:
+            driver = _compile(self)
+            cache.COMPILED.put(self.key, driver)
+        return driver
 
     def explain(self) -> str:
         """The Python the simulator compiles for this kernel and its device functions."""
         parts = [u.source for u in self.units]
-        parts.append(driver_source(list(self.param_names), self.generator, len(self.slots)))
+        parts.append(self.driver_source)
         return "\n\n".join(parts)
 
     def __repr__(self) -> str:
@@ -105,8 +117,8 @@ def _call_depth(unit: Unit, active: tuple) -> int:
 def _compile(kernel: SimKernel) -> Any:
     compiled: dict[str, Any] = {}
     functions = []
-    for unit in kernel.units:
-        namespace = dict(RUNTIME)
+    for k, unit in enumerate(kernel.units):
+        namespace = cache.module_namespace(kernel.key, f"u{k}", dict(RUNTIME))
         for key, value in unit.namespace.items():
             namespace[key] = value
         namespace.setdefault("math", math)
@@ -122,11 +134,12 @@ def _compile(kernel: SimKernel) -> Any:
             if isinstance(value, Unit):
                 namespace[key] = compiled[value.name]
         namespace[unit.name] = compiled[unit.name]
-    namespace = dict(RUNTIME)
+    namespace = cache.module_namespace(kernel.key, "driver", dict(RUNTIME))
     namespace["_g_kernel"] = compiled[kernel.unit.name]
-    source = driver_source(list(kernel.param_names), kernel.generator, len(kernel.slots))
-    exec(compile(source, f"<gpukit {kernel.name}: driver>", "exec"), namespace)  # noqa: S102
-    return numba.njit(**_JIT)(namespace["_g_drive"])
+    code, on_disk = cache.driver_code(kernel.key, kernel.driver_source,
+                                      f"<gpukit {kernel.name}: driver>")
+    exec(code, namespace)  # noqa: S102 - the generated driver
+    return numba.njit(cache=on_disk, **_JIT)(namespace["_g_drive"])
 
 
 def param_usage(unit: Unit, params: tuple[str, ...]) -> dict[str, tuple[bool, bool]]:

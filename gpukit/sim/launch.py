@@ -19,6 +19,7 @@ import numba
 import numpy as np
 
 from ..errors import InvalidDeviceArrayError, KernelError
+from . import cache
 from . import layout as L
 from .compiler import cuda_typecheck
 from .kernel import SimKernel
@@ -76,15 +77,22 @@ class Workspace:
 
     def __init__(self) -> None:
         self._buffers: dict[str, np.ndarray] = {}
+        self._addresses: dict[str, int] = {}
 
     def get(self, name: str, nbytes: int, zero: bool = False) -> np.ndarray:
         buf = self._buffers.get(name)
         if buf is None or buf.nbytes < nbytes:
             buf = np.zeros(max(nbytes, 64), np.uint8)
             self._buffers[name] = buf
+            self._addresses[name] = buf.ctypes.data
         elif zero:
             buf[:nbytes] = 0
         return buf
+
+    def address(self, name: str, nbytes: int, zero: bool = False) -> int:
+        """Where buffer `name` (at least `nbytes`, see get) lives."""
+        self.get(name, nbytes, zero)
+        return self._addresses[name]
 
     def clear_records(self) -> None:
         """Zero every race record and stamp kept here (when stamps are renumbered)."""
@@ -94,42 +102,43 @@ class Workspace:
 
 
 class _Watchdog:
-    """One background thread that raises a launch's stop flag when its time is up."""
+    """One background thread that raises a launch's stop flag when its time is up.
+
+    Arming a launch only notes its deadline: the thread looks every `PERIOD` seconds, so a
+    launch costs no thread wake-up (a stop comes at most PERIOD late)."""
+
+    PERIOD = 0.05
 
     def __init__(self) -> None:
-        self._cond = threading.Condition()
-        self._target: np.ndarray | None = None
-        self._deadline = 0.0
+        self._lock = threading.Lock()
+        self._armed: tuple[np.ndarray, float] | None = None
         self._thread: threading.Thread | None = None
 
     def arm(self, context: np.ndarray, seconds: float) -> None:
-        with self._cond:
-            self._target, self._deadline = context, time.monotonic() + seconds
+        with self._lock:
+            self._armed = (context, time.monotonic() + seconds)
             if self._thread is None:
                 self._thread = threading.Thread(target=self._run, name="gpukit-watchdog",
                                                 daemon=True)
                 self._thread.start()
-            self._cond.notify()
 
     def disarm(self) -> None:
-        with self._cond:
-            self._target = None
+        with self._lock:
+            self._armed = None
 
     def _run(self) -> None:
-        with self._cond:
-            while True:
-                if self._target is None:
-                    self._cond.wait()
-                    continue
-                left = self._deadline - time.monotonic()
-                if left <= 0:
-                    self._target[L.STOP] = 1
-                    self._target = None
-                    continue
-                self._cond.wait(left)
+        while True:
+            with self._lock:
+                armed = self._armed
+                if armed is not None and armed[1] <= time.monotonic():
+                    armed[0][L.STOP] = 1
+                    self._armed = armed = None
+            left = self.PERIOD if armed is None else armed[1] - time.monotonic()
+            time.sleep(min(max(left, 0.0), self.PERIOD))
 
 
 WATCHDOG = _Watchdog()
+_CONTEXT_TYPE = numba.types.Array(numba.int64, 1, "C")  # the launch context's Numba type
 
 
 def _shift(itemsize: int) -> int:
@@ -185,16 +194,11 @@ def _run(kernel: SimKernel, memory: DeviceMemory, workspace: Workspace, args: tu
     _shared(kernel, workspace, c, dynamic_shared_bytes, infos)
     _local(kernel, workspace, c, tpb, infos)
     if kernel.generator:
-        xch = workspace.get("xch", L.xch_bytes(tpb), zero=True)
-        c[L.XCH] = xch.ctypes.data
+        c[L.XCH] = workspace.address("xch", L.xch_bytes(tpb), zero=True)
     if kernel.generator or kernel.uses_fences:
-        starts = np.zeros(nblocks + 1, np.int64)
-        keep.append(starts)
-        c[L.BLOCK_STARTS] = starts.ctypes.data
+        c[L.BLOCK_STARTS] = workspace.address("starts", (nblocks + 1) * 8, zero=True)
     if kernel.uses_fences:
-        releases = np.zeros(2 * nblocks, np.int64)
-        keep.append(releases)
-        c[L.RELEASES] = releases.ctypes.data
+        c[L.RELEASES] = workspace.address("releases", 2 * nblocks * 8, zero=True)
     if schedule == "shuffle":
         rng = np.random.default_rng(seed)
         order = rng.permutation(nblocks).astype(np.int64)
@@ -253,26 +257,59 @@ def _run(kernel: SimKernel, memory: DeviceMemory, workspace: Workspace, args: tu
 
 def _run_generators(driver: Any, c: np.ndarray, values: list, workspace: Workspace) -> None:
     """Run a kernel with sync points: its threads' generators live in a workspace buffer."""
-    buf = workspace.get("generators", 0)
-    c[L.GENBUF], c[L.GENBUF_BYTES] = buf.ctypes.data, buf.nbytes
+    c[L.GENBUF], c[L.GENBUF_BYTES] = workspace.address("generators", 0), \
+        workspace.get("generators", 0).nbytes
     needed = driver(c, *values)
     if needed:
-        buf = workspace.get("generators", int(needed))
-        c[L.GENBUF], c[L.GENBUF_BYTES] = buf.ctypes.data, buf.nbytes
+        c[L.GENBUF], c[L.GENBUF_BYTES] = workspace.address("generators", int(needed)), \
+            workspace.get("generators", int(needed)).nbytes
         driver(c, *values)
 
 
 def _compiled_driver(kernel: SimKernel, values: list) -> Any:
     """The driver, compiled for these argument types before the watchdog starts."""
     driver = kernel.driver
-    sig = tuple(numba.typeof(v) for v in values)
-    full = (numba.types.Array(numba.int64, 1, "C"), *sig)
+    sig = _signature(kernel, values)
+    full = (_CONTEXT_TYPE, *sig)
     if full not in driver.overloads:
         if sig not in kernel.checked_signatures:
-            cuda_typecheck(kernel.py_func, sig)
+            # a signature accepted in an earlier process (gpukit.sim.cache) is not typed again
+            if not cache.typechecked(kernel.key, str(sig)):
+                cuda_typecheck(kernel.py_func, sig)
             kernel.checked_signatures.add(sig)
-        driver.compile(full)
+        with cache.quiet_cache_warnings():
+            driver.compile(full)
+        cache.remember_typechecked(kernel.key, str(sig))
     return driver
+
+
+def _signature(kernel: SimKernel, values: list) -> tuple:
+    """Numba's types of the launch's values, remembered per kernel by what decides them
+    (numba.typeof costs more than the rest of a small launch)."""
+    key = tuple(_type_key(v) for v in values)
+    if None in key:
+        return tuple(numba.typeof(v) for v in values)
+    sig = kernel.signatures.get(key)
+    if sig is None:
+        sig = kernel.signatures[key] = tuple(numba.typeof(v) for v in values)
+    return sig
+
+
+def _type_key(value: Any) -> Any:
+    """What numba.typeof's answer depends on, for arrays and numbers; None for other values."""
+    kind = type(value)
+    if kind is np.ndarray:
+        f = value.flags
+        return (value.dtype, value.ndim, f.c_contiguous, f.f_contiguous, f.writeable, f.aligned)
+    if kind is int:
+        return (int, -(2 ** 63) <= value < 2 ** 63)
+    if kind in (float, bool, complex) or (isinstance(value, np.generic) and kind.__module__
+                                           == "numpy"):
+        return kind
+    if kind is tuple:
+        inner = tuple(_type_key(v) for v in value)
+        return None if None in inner else (tuple, inner)
+    return None
 
 
 def _bind(kernel: SimKernel, memory: DeviceMemory, args: tuple, checks: dict[str, bool],
@@ -305,22 +342,18 @@ def _bind(kernel: SimKernel, memory: DeviceMemory, args: tuple, checks: dict[str
                 f"argument '{name}' of kernel '{kernel.name}' lives on another backend's "
                 "device; copy it to the host and to this backend's device first")
         if races and alloc.id in written:  # the records first: their error says how to avoid them
-            wrec, rrec = alloc.race_records(alloc.id in read, f"'{name}'")
-            c[s + L.S_WREC] = wrec.ctypes.data
-            if rrec is not None:
-                c[s + L.S_RREC] = rrec.ctypes.data
-        buf = alloc.buffer()
-        base = buf.ctypes.data
+            alloc.race_records(alloc.id in read, f"'{name}'")
+            c[s + L.S_WREC], c[s + L.S_RREC] = alloc.writers_address, alloc.readers_address
+        alloc.buffer()
+        base = alloc.address
         c[s + L.S_BASE], c[s + L.S_END] = base, base + max(alloc.nbytes, 1)
         c[s + L.S_SHIFT] = _shift(alloc.dtype.itemsize)
         c[s + L.S_ITEMSIZE] = alloc.dtype.itemsize
         c[s + L.S_WRITABLE] = 1
         c[s + L.S_SPACE] = L.SPACE_GLOBAL
         c[s + L.S_ELEMS] = alloc.count
-        if uninit:
-            mask = alloc.init_mask()
-            if mask is not None:
-                c[s + L.S_INIT], c[s + L.S_INIT_KIND] = mask.ctypes.data, L.INIT_BYTE
+        if uninit and alloc.init_mask() is not None:
+            c[s + L.S_INIT], c[s + L.S_INIT_KIND] = alloc.init_mask_address, L.INIT_BYTE
         values.append(arg.host_view())
         infos[k] = SlotInfo(name, "global", arg.shape, arg.dtype, arg)
     return values
@@ -350,8 +383,7 @@ def _shared(kernel: SimKernel, ws: Workspace, c: np.ndarray, dynamic: int,
             infos: list[SlotInfo]) -> None:
     static = kernel.static_shared_bytes
     total = -(-static // 16) * 16 + dynamic
-    region = ws.get("shared", total + 16)
-    c[L.SHARED_BASE] = region.ctypes.data
+    c[L.SHARED_BASE] = ws.address("shared", total + 16)
     c[L.SHARED_STATIC] = -(-static // 16) * 16
     c[L.DYN_SHARED] = dynamic
     for k, spec in enumerate(kernel.slots):
@@ -366,14 +398,13 @@ def _shared(kernel: SimKernel, ws: Workspace, c: np.ndarray, dynamic: int,
             shape = (dynamic // spec.dtype.itemsize,)
         elems = max(nbytes // itemsize, 1)
         shift = _shift(itemsize)
-        init = ws.get(f"shared{k}init", elems * 8)
-        wrec = ws.get(f"rec{k}w", elems * 8)
-        rrec = ws.get(f"rec{k}r", elems * 8)
         base = c[L.SHARED_BASE] + offset
         c[s + L.S_BASE], c[s + L.S_END] = base, base + max(nbytes, 1)
         c[s + L.S_SHIFT], c[s + L.S_ITEMSIZE] = shift, itemsize
-        c[s + L.S_INIT], c[s + L.S_INIT_KIND] = init.ctypes.data, L.INIT_STAMP
-        c[s + L.S_WREC], c[s + L.S_RREC] = wrec.ctypes.data, rrec.ctypes.data
+        c[s + L.S_INIT] = ws.address(f"shared{k}init", elems * 8)
+        c[s + L.S_INIT_KIND] = L.INIT_STAMP
+        c[s + L.S_WREC] = ws.address(f"rec{k}w", elems * 8)
+        c[s + L.S_RREC] = ws.address(f"rec{k}r", elems * 8)
         c[s + L.S_SPACE], c[s + L.S_WRITABLE], c[s + L.S_ELEMS] = L.SPACE_SHARED, 1, elems
         infos[k] = SlotInfo(spec.label, "shared", shape, spec.dtype)
 
@@ -381,18 +412,17 @@ def _shared(kernel: SimKernel, ws: Workspace, c: np.ndarray, dynamic: int,
 def _local(kernel: SimKernel, ws: Workspace, c: np.ndarray, tpb: int, infos: list) -> None:
     per_thread = -(-max(kernel.local_bytes, 8) // 16) * 16
     threads = tpb if kernel.generator else 1
-    arena = ws.get("local", per_thread * threads + 16)
-    init = ws.get("localinit", per_thread * threads + 16)
+    base = ws.address("local", per_thread * threads + 16)
+    init = ws.address("localinit", per_thread * threads + 16)
     k = kernel.local_slot
     s = L.HEADER + k * L.SLOT_FIELDS
-    base = arena.ctypes.data
     c[L.LOCAL_BASE], c[L.LOCAL_SIZE] = base, per_thread
     c[L.LOCAL_STRIDE] = per_thread if kernel.generator else 0
-    c[L.LOCAL_INIT] = init.ctypes.data
+    c[L.LOCAL_INIT] = init
     c[L.LOCAL_KERNEL] = kernel.local_kernel_bytes
     c[s + L.S_BASE], c[s + L.S_END] = base, base + per_thread * threads
     c[s + L.S_SHIFT], c[s + L.S_ITEMSIZE] = 0, 1
-    c[s + L.S_INIT], c[s + L.S_INIT_KIND] = init.ctypes.data, L.INIT_BYTE
+    c[s + L.S_INIT], c[s + L.S_INIT_KIND] = init, L.INIT_BYTE
     c[s + L.S_SPACE], c[s + L.S_WRITABLE], c[s + L.S_ELEMS] = L.SPACE_LOCAL, 1, per_thread
     infos[k] = SlotInfo("local", "local", (per_thread,), np.dtype(np.uint8),
                         decls=tuple(kernel.local_decls), stride=int(c[L.LOCAL_STRIDE]))

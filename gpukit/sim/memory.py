@@ -21,6 +21,7 @@ from ..errors import (
     InvalidDeviceArrayError,
     OutOfMemoryError,
 )
+from .log import RecordLog
 
 ALLOC_ALIGN_BYTES = 256  # cudaMalloc hands out 256-byte aligned blocks
 _ids = itertools.count(1)
@@ -76,12 +77,15 @@ class Allocation:
         self._init_mask: np.ndarray | None = None
         self._writers: np.ndarray | None = None  # race records (see gpukit.sim.access)
         self._readers: np.ndarray | None = None
+        # where those arrays live, for the compiled code (asking numpy costs microseconds)
+        self.address = self.init_mask_address = self.writers_address = self.readers_address = 0
 
     def buffer(self) -> np.ndarray:
         """The flat storage, materialised (zero pages, committed by the OS on first write)."""
         if self._buffer is None:
             self.memory.host_budget.take(self.nbytes, f"a {self.nbytes:,}-byte device array")
             self._buffer = np.zeros(self.count, self.dtype)
+            self.address = self._buffer.ctypes.data
         return self._buffer
 
     def init_mask(self) -> np.ndarray | None:
@@ -91,6 +95,7 @@ class Allocation:
         if self._init_mask is None:
             self.memory.host_budget.take(self.count, "the uninitialised-memory check")
             self._init_mask = np.zeros(self.count, bool)
+            self.init_mask_address = self._init_mask.ctypes.data
         return self._init_mask
 
     def race_records(self, with_readers: bool, label: str = "an array"
@@ -101,9 +106,11 @@ class Allocation:
         if self._writers is None:
             self.memory.host_budget.take(self.count * 8, what)
             self._writers = np.zeros(self.count, np.uint64)
+            self.writers_address = self._writers.ctypes.data
         if with_readers and self._readers is None:
             self.memory.host_budget.take(self.count * 8, what)
             self._readers = np.zeros(self.count, np.uint64)
+            self.readers_address = self._readers.ctypes.data
         return self._writers, self._readers
 
     def drop_race_records(self) -> None:
@@ -112,6 +119,7 @@ class Allocation:
             if records is not None:
                 self.memory.host_budget.give_back(self.count * 8)
         self._writers = self._readers = None
+        self.writers_address = self.readers_address = 0
 
     @property
     def has_race_records(self) -> bool:
@@ -125,7 +133,7 @@ class Allocation:
     def mark_all_initialized(self) -> None:
         if self._init_mask is not None:
             self.memory.host_budget.give_back(self.count)
-        self._all_initialized, self._init_mask = True, None
+        self._all_initialized, self._init_mask, self.init_mask_address = True, None, 0
 
     def release(self) -> None:
         if self._buffer is not None:
@@ -162,7 +170,7 @@ class DeviceMemory:
         self.backend_name = backend_name
         self.live: dict[int, Allocation] = {}
         self.used_bytes = 0
-        self.transfers: list[TransferRecord] = []
+        self.transfers = RecordLog()  # the latest copies (gpukit.sim.log)
         self.race_stamp = 0  # the latest stamp of the race check's records (gpukit.sim.access)
 
     @property

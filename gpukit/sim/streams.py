@@ -15,7 +15,6 @@ caches, coalescing, occupancy and clocks are not modeled (see `gpukit.timing`).
 from __future__ import annotations
 
 import itertools
-from collections import deque
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -24,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import ArgumentTypeError
+from .log import RecordLog
 from .memory import DeviceMemory, TransferRecord
 
 MAX_TIMELINE_EVENTS = 100_000  # the oldest events are dropped beyond this
@@ -213,7 +213,7 @@ class Timeline:
 
     def __init__(self, profile: Any, max_events: int = MAX_TIMELINE_EVENTS):
         self.profile = profile
-        self.events: deque[TimelineEvent] = deque(maxlen=max_events)
+        self.events = RecordLog(limit=max_events)  # the latest events (gpukit.sim.log)
         self._ids = itertools.count(1)
         self._held: list[tuple] | None = None
         self.reset()

@@ -1,0 +1,233 @@
+"""Compiled kernels kept for reuse: in this process by content, and on disk between processes.
+
+A kernel's compiled driver depends only on what the transform produced (the rewritten source of
+the kernel and its device functions, the values of the globals they use, the driver's shape) and
+on the simulator's own code. `content_key` hashes exactly that, so
+
+- compiling the same source again (a notebook cell run twice, `exercises.check` in a loop, a new
+  backend) reuses the compiled code instead of building it again: the process keeps the latest
+  `MEMORY_LIMIT` drivers, and memory stays flat however often a kernel is recompiled;
+- with a cache directory, the driver is compiled by Numba with `cache=True` from a file named by
+  its key, so the next process loads the machine code instead of compiling (seconds become tens
+  of milliseconds). Signatures numba-cuda's typing accepted are written beside it, so a warm
+  launch skips that check too. A kernel whose globals cannot be fingerprinted (an arbitrary
+  object) is compiled in memory only.
+
+The directory is `$GPUKIT_CACHE_DIR`, else `$XDG_CACHE_HOME/gpukit` or `~/.cache/gpukit`;
+`GPUKIT_CACHE_DIR=off` (or an unwritable directory) keeps everything in memory.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import sys
+import tempfile
+import types as pytypes
+import warnings
+from collections import OrderedDict
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+MEMORY_LIMIT = 256  # compiled drivers kept in this process (least recently used dropped first)
+_MODULE_PREFIX = "_gpukit_kernel_"
+_OFF = ("off", "0", "none", "false")
+
+
+class _Unhashable(Exception):
+    """A global whose value cannot be fingerprinted: the kernel is not cached by content."""
+
+
+# -- content keys ------------------------------------------------------------------------------
+def fingerprint(value: Any) -> str:
+    """A stable text for a value a kernel's globals hold (Numba freezes them at compile time).
+
+    Raises _Unhashable for objects whose content cannot be told from the object itself."""
+    from .transform import Unit
+
+    if isinstance(value, Unit):
+        return "unit:" + _unit_text(value)
+    if value is None or isinstance(value, (bool, int, float, complex, str, bytes)):
+        return f"{type(value).__name__}:{value!r}"
+    if isinstance(value, np.ndarray):
+        digest = hashlib.sha256(np.ascontiguousarray(value).view(np.uint8).data).hexdigest()
+        return f"array:{value.dtype.str}:{value.shape}:{digest}"
+    if isinstance(value, (np.generic, np.dtype)):
+        return f"{type(value).__name__}:{value!r}"
+    if isinstance(value, (tuple, list)):
+        inner = ",".join(fingerprint(v) for v in value)
+        return f"{type(value).__name__}:({inner})"
+    if isinstance(value, pytypes.ModuleType):
+        return f"module:{value.__name__}"
+    module = getattr(value, "__module__", None)
+    qualname = getattr(value, "__qualname__", None)
+    if module and qualname and not isinstance(value, pytypes.FunctionType) \
+            and _importable(module, qualname, value):
+        return f"ref:{module}.{qualname}"  # builtins, classes, Numba's functions and types
+    if type(value).__module__.startswith("numba") and hasattr(value, "key"):
+        return f"numba:{value!r}"  # a Numba type instance (float32, int64[:], ...)
+    raise _Unhashable(repr(type(value)))
+
+
+def _importable(module: str, qualname: str, value: Any) -> bool:
+    obj: Any = sys.modules.get(module)
+    for part in qualname.split("."):
+        obj = getattr(obj, part, None)
+    return obj is value
+
+
+def _unit_text(unit: Any) -> str:
+    items = sorted((k, fingerprint(v)) for k, v in unit.namespace.items())
+    return unit.source + "\n" + repr(items)
+
+
+def content_key(units: list, driver: str, options: dict) -> str | None:
+    """The key of a kernel's compiled code, or None when a global defeats fingerprinting."""
+    try:
+        parts = [_unit_text(u) for u in units]
+    except _Unhashable:
+        return None
+    text = "\n\0".join([_engine_version(), repr(sorted(options.items())), driver, *parts])
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+_ENGINE: list[str] = []
+
+
+def _engine_version() -> str:
+    """The simulator's own code and the versions it compiles with: a change drops every key."""
+    if not _ENGINE:
+        import numba
+        digest = hashlib.sha256()
+        for path in sorted(Path(__file__).parent.glob("*.py")):
+            digest.update(path.read_bytes())
+        _ENGINE.append(f"{digest.hexdigest()} numba {numba.__version__} numpy {np.__version__} "
+                       f"python {sys.version_info[:3]}")
+    return _ENGINE[0]
+
+
+# -- the cache directory --------------------------------------------------------------------
+def cache_dir() -> Path | None:
+    """Where compiled kernels are kept between processes, or None (kept in memory only)."""
+    setting = os.environ.get("GPUKIT_CACHE_DIR")
+    if setting is not None and setting.strip().lower() in _OFF + ("",):
+        return None
+    if setting:
+        base = Path(setting).expanduser()
+    else:
+        xdg = os.environ.get("XDG_CACHE_HOME")
+        base = (Path(xdg) if xdg else Path.home() / ".cache") / "gpukit"
+    path = base / "kernels"
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return None
+    return path if os.access(path, os.W_OK) else None
+
+
+def _write_once(path: Path, text: str) -> None:
+    """Write `text` to `path` unless it is there already (Numba's cache checks the file's time:
+    it must not change once written); concurrent writers each replace it atomically."""
+    if path.exists():
+        return
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".py")
+    with os.fdopen(fd, "w") as handle:
+        handle.write(text)
+    os.replace(tmp, path)
+
+
+# -- compiled drivers, by key -------------------------------------------------------------------
+class CompiledKernels:
+    """The process's compiled drivers by content key, least recently used dropped first."""
+
+    def __init__(self, limit: int = MEMORY_LIMIT):
+        self.limit = limit
+        self._entries: OrderedDict[str, Any] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def get(self, key: str) -> Any:
+        entry = self._entries.get(key)
+        if entry is not None:
+            self._entries.move_to_end(key)
+        return entry
+
+    def put(self, key: str, entry: Any) -> None:
+        self._entries[key] = entry
+        self._entries.move_to_end(key)
+        while len(self._entries) > self.limit:
+            old, _ = self._entries.popitem(last=False)
+            for name in [m for m in sys.modules if m.startswith(_MODULE_PREFIX + old)]:
+                del sys.modules[name]
+
+
+
+COMPILED = CompiledKernels()
+
+
+def module_namespace(key: str | None, tag: str, namespace: dict) -> dict:
+    """The globals to run generated code in. With a key, they are a module's (registered in
+    sys.modules under a name derived from the key) so that Numba can cache the code and find
+    its globals again when it loads it from disk."""
+    if key is None:
+        return namespace
+    name = f"{_MODULE_PREFIX}{key}_{tag}"
+    module = pytypes.ModuleType(name)
+    module.__dict__.update(namespace)
+    sys.modules[name] = module
+    return module.__dict__
+
+
+def driver_code(key: str | None, source: str, label: str) -> tuple[Any, bool]:
+    """The driver's `source` compiled to Python code, and whether Numba may cache what it
+    compiles from it on disk. With a key
+    and a cache directory the code comes from a file named by the key, so that Numba can cache
+    what it compiles there."""
+    folder = cache_dir() if key is not None else None
+    if folder is None:
+        return compile(source, label, "exec"), False
+    path = folder / f"k{key}.py"
+    try:
+        _write_once(path, source + "\n")
+    except OSError:
+        return compile(source, label, "exec"), False
+    return compile(path.read_text(), str(path), "exec"), True
+
+
+def typechecked(key: str | None, signature: str) -> bool:
+    """Whether numba-cuda's typing accepted this kernel for `signature` in an earlier process."""
+    folder = cache_dir() if key is not None else None
+    if folder is None:
+        return False
+    try:
+        return signature in (folder / f"k{key}.typed").read_text().splitlines()
+    except OSError:
+        return False
+
+
+def remember_typechecked(key: str | None, signature: str) -> None:
+    """Note that numba-cuda's typing accepted this kernel for `signature` (see typechecked)."""
+    folder = cache_dir() if key is not None else None
+    if folder is None or typechecked(key, signature):
+        return
+    try:
+        with open(folder / f"k{key}.typed", "a") as handle:
+            handle.write(signature + "\n")
+    except OSError:
+        pass
+
+
+@contextlib.contextmanager
+def quiet_cache_warnings() -> Iterator[None]:
+    """Numba warns when it cannot cache a function (a large global array); the kernel then just
+    compiles in memory, which is not the user's concern."""
+    from numba.core.errors import NumbaWarning
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Cannot cache compiled function",
+                                category=NumbaWarning)
+        yield

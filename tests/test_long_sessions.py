@@ -1,0 +1,205 @@
+"""Long sessions stay flat: bounded launch and copy logs, compiled kernels reused by content (in
+the process and, through a cache directory, between processes)."""
+
+from __future__ import annotations
+
+import gc
+import linecache
+import os
+import subprocess
+import sys
+import textwrap
+import types
+
+import numpy as np
+import pytest
+
+from gpukit.backends.cpu import KERNEL_CACHE_LIMIT, CPUBackend
+from gpukit.errors import ArgumentTypeError, InvalidArgumentError
+from gpukit.sim import cache
+from gpukit.sim.log import RecordLog
+
+KERNEL = """
+from numba import cuda
+
+SCALE = {scale}
+
+def scale(out, a):
+    i = cuda.grid(1)
+    if i < out.size:
+        out[i] = a[i] * SCALE
+"""
+
+
+def cell(source: str, count: list[int]) -> dict:
+    """Run `source` as a notebook cell does (its text findable by inspect, a new function each
+    time it runs); returns the cell's namespace."""
+    count[0] += 1
+    filename = f"<notebook cell {count[0]}>"
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    namespace: dict = {"__name__": "__main__"}
+    exec(compile(source, filename, "exec"), namespace)  # noqa: S102
+    return namespace
+
+
+# -- the logs -------------------------------------------------------------------------------------
+def test_a_record_log_keeps_the_latest_records_and_counts_them_all():
+    log = RecordLog(limit=3)
+    for k in range(5):
+        log.append(k)
+    assert list(log) == [2, 3, 4] and log == [2, 3, 4] and len(log) == 3
+    assert (log.total, log.dropped, log.limit) == (5, 2, 3)
+    assert log[-1] == 4 and log[0] == 2 and log[1:] == [3, 4]
+    mark = log.total
+    log.append(5)
+    assert log.since(mark) == [5] and log.since(0) == [3, 4, 5]
+    log.limit = 2
+    assert log == [4, 5] and log.total == 6
+    log.clear()
+    assert log == [] and log.total == 6 and "limit 2" in repr(log)
+
+
+def test_a_record_log_refuses_a_limit_that_is_not_a_positive_int():
+    with pytest.raises(InvalidArgumentError) as excinfo:
+        RecordLog(limit=0)
+    assert str(excinfo.value) == ("a log's limit must be an int >= 1 (the records it keeps), "
+                                  "got 0")
+    with pytest.raises(ArgumentTypeError) as excinfo:
+        RecordLog().limit = 2.5
+    assert str(excinfo.value) == ("a log's limit must be an int >= 1 (the records it keeps), "
+                                  "not float 2.5")
+
+
+def test_launch_and_copy_logs_are_bounded_and_still_count_everything():
+    backend = CPUBackend()
+    ns = cell(KERNEL.format(scale=2.0), [0])
+    backend.launches.limit = 4
+    backend.transfers.limit = 3
+    a = backend.to_device(np.arange(64, dtype=np.float32))
+    out = backend.allocate(64, np.float32)
+    records = [backend.launch_kernel(ns["scale"], 2, 32, out, a) for _ in range(10)]
+    assert backend.launches == records[-4:] and backend.launches.total == 10
+    assert backend.status().kernels_launched == 10
+    for _ in range(5):
+        backend.to_host(out)
+    assert len(backend.transfers) == 3 and backend.transfers.total == 6
+    np.testing.assert_array_equal(backend.to_host(out), np.arange(64) * 2.0)
+
+
+# -- compiled code reused by content ------------------------------------------------------------
+def test_running_a_cell_again_reuses_the_compiled_kernel():
+    backend, count = CPUBackend(), [0]
+    first = backend.compile_kernel(cell(KERNEL.format(scale=2.0), count)["scale"])
+    again = backend.compile_kernel(cell(KERNEL.format(scale=2.0), count)["scale"])
+    changed = backend.compile_kernel(cell(KERNEL.format(scale=3.0), count)["scale"])
+    assert first is not again and first.sim.key == again.sim.key != changed.sim.key
+    assert first.sim.driver is again.sim.driver is not changed.sim.driver
+    a = backend.to_device(np.arange(40, dtype=np.float32))
+    out = backend.allocate(40, np.float32)
+    for kernel, factor in ((first, 2.0), (again, 2.0), (changed, 3.0)):
+        kernel[2, 32](out, a)  # a global is frozen when its kernel compiles, as in Numba
+        np.testing.assert_array_equal(backend.to_host(out), np.arange(40) * factor)
+
+
+def test_globals_that_cannot_be_fingerprinted_leave_a_kernel_uncached():
+    unit = types.SimpleNamespace(source="def f(): pass", namespace={"g": object()})
+    assert cache.content_key([unit], "driver", {}) is None
+    same = types.SimpleNamespace(source="def f(): pass", namespace={"g": np.arange(3)})
+    key = cache.content_key([same], "driver", {})
+    assert key == cache.content_key([same], "driver", {}) and len(key) == 32
+    other = types.SimpleNamespace(source="def f(): pass", namespace={"g": np.arange(4)})
+    assert cache.content_key([other], "driver", {}) != key
+
+
+def test_a_backend_keeps_a_bounded_number_of_compiled_kernels():
+    backend, count = CPUBackend(), [0]
+    kernels = [backend.compile_kernel(cell(KERNEL.format(scale=1.0), count)["scale"])
+               for _ in range(KERNEL_CACHE_LIMIT + 5)]
+    assert len(backend._kernels) == KERNEL_CACHE_LIMIT
+    assert backend.compile_kernel(kernels[-1].py_func) is kernels[-1]
+
+
+def test_thousands_of_compiles_and_launches_keep_memory_flat(monkeypatch):
+    """A notebook cell compiled and launched again and again (an exercise loop, a re-run)."""
+    monkeypatch.setattr("gpukit.backends.cpu.KERNEL_CACHE_LIMIT", 16)  # reached sooner
+    backend, count = CPUBackend(), [0]
+    backend.launches.limit = backend.transfers.limit = 500
+    backend.modeled_timeline.events.limit = 500
+    a = backend.to_device(np.arange(64, dtype=np.float32))
+    out = backend.allocate(64, np.float32)
+
+    def session(compiles: int, launches_each: int) -> None:
+        for _ in range(compiles):
+            ns = cell(KERNEL.format(scale=2.0), count)
+            kernel = backend.compile_kernel(ns["scale"])
+            for _ in range(launches_each):
+                kernel[2, 32](out, a)
+            linecache.cache.pop(f"<notebook cell {count[0]}>")  # the notebook's, not gpukit's
+
+    session(250, 10)  # warm: every log and cache reaches its bound
+    gc.collect()
+    before = sys.getallocatedblocks()  # Python objects alive (cheap, unlike tracemalloc)
+    session(750, 10)  # 750 more compiles, 7,500 more launches
+    gc.collect()
+    growth = sys.getallocatedblocks() - before
+    assert backend.launches.total == 10_000 and len(backend.launches) == 500
+    assert len(backend._kernels) == 16
+    # a leak of one object per launch would leave 7,500 blocks, of two per compile 1,500
+    assert growth < 1_000, f"{growth:,} more memory blocks after 750 compiles, 7,500 launches"
+    np.testing.assert_array_equal(backend.to_host(out), np.arange(64) * 2.0)
+
+
+# -- between processes --------------------------------------------------------------------------
+SCRIPT = textwrap.dedent("""
+    import json, sys, numpy as np
+    from numba import cuda
+    import gpukit.sim.launch as launch
+    from gpukit.backends.cpu import CPUBackend
+
+    typed = []
+    real = launch.cuda_typecheck
+    launch.cuda_typecheck = lambda *args: (typed.append(1), real(*args))
+
+    def add_one(out, a):
+        i = cuda.grid(1)
+        if i < out.size:
+            out[i] = a[i] + 1
+
+    backend = CPUBackend()
+    out = backend.allocate(50, np.int64)
+    backend.launch_kernel(add_one, 2, 32, out, backend.to_device(np.arange(50)))
+    driver = backend.compile_kernel(add_one).sim.driver
+    print(json.dumps({"result": backend.to_host(out).tolist(), "typed": len(typed),
+                      "hits": sum(driver.stats.cache_hits.values()),
+                      "misses": sum(driver.stats.cache_misses.values())}))
+""")
+
+
+def _run(tmp_path, cache_dir: str) -> dict:
+    import json
+    script = tmp_path / "kernel_script.py"
+    script.write_text(SCRIPT)
+    env = dict(os.environ, GPUKIT_CACHE_DIR=cache_dir)
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                          env=env, timeout=600, check=False)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_a_second_process_loads_the_compiled_kernel_from_the_cache_directory(tmp_path):
+    where = tmp_path / "cache"
+    first = _run(tmp_path, str(where))
+    second = _run(tmp_path, str(where))
+    expected = list(range(1, 51))
+    assert first == {"result": expected, "typed": 1, "hits": 0, "misses": 1}
+    assert second == {"result": expected, "typed": 0, "hits": 1, "misses": 0}
+    assert len(list((where / "kernels").glob("k*.py"))) == 1
+
+
+def test_the_cache_directory_can_be_switched_off(tmp_path, monkeypatch):
+    monkeypatch.setenv("GPUKIT_CACHE_DIR", "off")
+    assert cache.cache_dir() is None
+    result = _run(tmp_path, "off")
+    assert result["hits"] == 0 and result["typed"] == 1
+    monkeypatch.setenv("GPUKIT_CACHE_DIR", str(tmp_path / "elsewhere"))
+    assert cache.cache_dir() == tmp_path / "elsewhere" / "kernels"
