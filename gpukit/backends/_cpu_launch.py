@@ -139,6 +139,9 @@ def _check_geometry(backend: Any, kernel: CPUKernel, grid: Any, block: Any,
 def _check_shared(profile: Any, kernel: CPUKernel, dynamic: int) -> None:
     """Static shared memory (laid out when the kernel compiled) against the device's limits."""
     static = kernel.static_shared_bytes
+    cc = profile.cc
+    if static <= STATIC_SHARED_LIMIT_BYTES and static + dynamic <= cc.shared_mem_per_block_optin:
+        return
     lines = ", ".join(f"line {n}" for n in kernel.sim.shared_lines) or "its declarations"
     if static > STATIC_SHARED_LIMIT_BYTES:
         raise LaunchConfigError(
@@ -146,7 +149,6 @@ def _check_shared(profile: Any, kernel: CPUKernel, dynamic: int) -> None:
             f"({lines}); static shared memory is limited to {STATIC_SHARED_LIMIT_BYTES:,} bytes "
             "(48 KiB) per block on every GPU; only dynamic shared memory (cuda.shared.array(0, "
             "...) sized at launch) can go above it")
-    cc = profile.cc
     if static + dynamic > cc.shared_mem_per_block_optin:
         raise LaunchConfigError(
             f"kernel '{kernel.name}' needs {static:,} bytes of static plus {dynamic:,} bytes of "

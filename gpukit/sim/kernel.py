@@ -49,6 +49,7 @@ class SimKernel:
         self.dynamic_shared = build.dynamic_shared
         self.uses_fences = build.uses_fences
         self.print_strings = build.print_strings
+        self.prints = any(s.kind == "call" for s in self.sites.items)  # print() calls
         self.site_slots = build.site_slots
         self.shared_lines = [s.lineno for s in build.slots if s.kind == "shared"]
         self.local_slot = build.local_slot

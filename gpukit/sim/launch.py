@@ -206,7 +206,7 @@ def _run(kernel: SimKernel, memory: DeviceMemory, workspace: Workspace, args: tu
         keep += [order, torder]
         c[L.ORDER], c[L.TORDER] = order.ctypes.data, torder.ctypes.data
     prints = None
-    if kernel.print_strings is not None and any(s.kind == "call" for s in kernel.sites.items):
+    if kernel.prints:
         prints = np.zeros(PRINT_CAPACITY * L.PRINT_FIELDS, np.int64)
         c[L.PRINT_BUF], c[L.PRINT_CAP] = prints.ctypes.data, PRINT_CAPACITY
     columns = None
