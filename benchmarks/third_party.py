@@ -4,7 +4,9 @@
 
 Each run is a fresh `pytest` in a subprocess, in a scratch copy of tests/third_party/stumpy/
 (stumpy's own tests, unchanged, against the installed stumpy): once with NUMBA_ENABLE_CUDASIM=1,
-once with `--gpukit-simulate`. It prints pass counts and wall times side by side; `--write` puts
+then twice with `--gpukit-simulate` sharing a fresh compiled-kernel cache directory: first with
+it empty (every kernel compiled), then warm (compiled kernels loaded from it, as on a second run
+of a suite on the same machine). It prints pass counts and wall times side by side; `--write` puts
 them in BENCHMARKS.md's "stumpy" section (the rest of the file is kept). Nothing is asserted.
 """
 
@@ -26,7 +28,7 @@ STUMPY_DIR = ROOT / "tests" / "third_party" / "stumpy"
 BENCHMARKS_MD = ROOT / "benchmarks" / "BENCHMARKS.md"
 # the files a CI run can afford on 2 cores (the rest are the same kernels at other entry points)
 DEFAULT_FILES = ("test_gpu_stump.py", "test_gpu_aampdist.py", "test_gpu_mpdist.py")
-MODES = ("numba-cudasim", "gpukit")
+MODES = ("numba-cudasim", "gpukit", "gpukit-warm")  # gpukit-warm: the same cache, filled
 # Every check but `wraparound`: stumpy's _compute_and_update_PI_kernel reads `QT_in[i - 1]` at
 # i = 0, relying on Numba wrapping the index to the end of the array (the value it computes there
 # is overwritten on the next line), which that check exists to report.
@@ -66,16 +68,17 @@ def pytest_counts(output: str) -> dict[str, int]:
 
 
 def run_stumpy(mode: str, files: tuple[str, ...] = DEFAULT_FILES, timeout_s: float = 1800,
-               extra: tuple[str, ...] = ()) -> SuiteRun:
-    """Run stumpy's test files (names in tests/third_party/stumpy) in a subprocess."""
+               extra: tuple[str, ...] = (), cache_dir: str = "off") -> SuiteRun:
+    """Run stumpy's test files (names in tests/third_party/stumpy) in a subprocess; gpukit
+    keeps compiled kernels in `cache_dir` ("off": none)."""
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
     run = SuiteRun(mode, tuple(files))
-    env = {**os.environ, "NUMBA_CUDA_LOW_OCCUPANCY_WARNINGS": "0"}
+    env = {**os.environ, "NUMBA_CUDA_LOW_OCCUPANCY_WARNINGS": "0", "GPUKIT_CACHE_DIR": cache_dir}
     env.pop("GPUKIT_SIMULATE", None)
     args = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-W", "ignore",
             *extra, *files]
-    if mode == "gpukit":
+    if mode.startswith("gpukit"):
         args[args.index("-W"):args.index("-W")] = ["--gpukit-simulate",
                                                    f"--gpukit-checks={GPUKIT_CHECKS}"]
     else:
@@ -99,18 +102,23 @@ def run_stumpy(mode: str, files: tuple[str, ...] = DEFAULT_FILES, timeout_s: flo
 
 
 def table(runs: dict[str, SuiteRun]) -> str:
-    """A markdown table of the two modes side by side."""
-    sim, gk = runs["numba-cudasim"], runs["gpukit"]
+    """A markdown table of the modes side by side."""
+    sim = runs["numba-cudasim"]
 
     def cell(run: SuiteRun) -> str:
         if run.timed_out:
             return f"timed out after {run.seconds:,.0f} s"
         return f"{run.passed}/{run.total} passed, {run.seconds:,.1f} s"
 
-    ratio = (f"{sim.seconds / gk.seconds:,.1f}x" if gk.seconds and not sim.timed_out else "-")
-    return ("| stumpy test files | NUMBA_ENABLE_CUDASIM=1 | pytest --gpukit-simulate | "
-            "time ratio |\n| --- | --- | --- | --- |\n"
-            f"| {', '.join(sim.files)} | {cell(sim)} | {cell(gk)} | {ratio} |\n")
+    def ratio(run: SuiteRun) -> str:
+        return f"{sim.seconds / run.seconds:,.1f}x" if run.seconds and not sim.timed_out else "-"
+
+    cold, warm = runs["gpukit"], runs["gpukit-warm"]
+    return ("| stumpy test files | NUMBA_ENABLE_CUDASIM=1 | pytest --gpukit-simulate, empty "
+            "kernel cache | ratio | the same, warm kernel cache | ratio |\n"
+            "| --- | --- | --- | --- | --- | --- |\n"
+            f"| {', '.join(sim.files)} | {cell(sim)} | {cell(cold)} | {ratio(cold)} | "
+            f"{cell(warm)} | {ratio(warm)} |\n")
 
 
 def write_section(text: str, path: Path = BENCHMARKS_MD) -> None:
@@ -131,7 +139,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--timeout", type=float, default=1800.0, help="seconds per run")
     p.add_argument("--write", action="store_true", help="update BENCHMARKS.md")
     args = p.parse_args(argv)
-    runs = {mode: run_stumpy(mode, tuple(args.files), args.timeout) for mode in MODES}
+    with tempfile.TemporaryDirectory(prefix="gpukit-kernel-cache-") as cache_dir:
+        runs = {mode: run_stumpy(mode, tuple(args.files), args.timeout,
+                                 cache_dir=cache_dir if mode.startswith("gpukit") else "off")
+                for mode in MODES}
     for run in runs.values():
         print(f"== {run.mode}: {run.counts} in {run.seconds:.1f} s (exit {run.returncode})")
         print(run.tail)
@@ -143,11 +154,13 @@ def main(argv: list[str] | None = None) -> int:
         write_section(
             "## Third-party test suites: stumpy's GPU tests\n\n"
             f"Written by `python -m benchmarks.third_party --write` on {stamp} (same machine "
-            "kind as above; each mode a fresh pytest process, compile time included). The "
+            "kind as above; each mode a fresh pytest process, compile time included). A "
             "ratio is Numba's simulator's time over gpukit's: below 1, gpukit was slower. These "
-            "tests launch small grids, so gpukit's time is mostly compiling: every kernel is "
-            "typed and compiled by Numba once per signature, seconds each for stumpy's large "
-            "kernels.\n\n"
+            "tests launch small grids, so with an empty kernel cache gpukit's time is mostly "
+            "compiling: every kernel is typed and compiled by Numba once per signature, seconds "
+            "each for stumpy's large kernels. The warm run is the same suite again with the "
+            "compiled kernels that run left in the cache directory (`GPUKIT_CACHE_DIR`), as on "
+            "a developer's second run or a CI job that keeps `~/.cache/gpukit`.\n\n"
             + text + "\n" + "".join(f"- {k}: {v}\n" for k, v in machine().items()
                                      if k in ("CPU", "cores", "stumpy", "gpukit")))
     return 0
