@@ -111,8 +111,9 @@ def model_launch(profile: DeviceProfile, record: Any, flops: float | None = None
     breakdown = kernel_terms(profile, facts, occ.active_blocks_per_sm, flops)
     breakdown.facts["occupancy"] = occ.occupancy
     limit = max(t.ms for t in breakdown.terms if t.overlaps or t.role == "sum")
-    launch_ms, barriers_ms = breakdown.ms("launch"), breakdown.ms("barriers")
-    return KernelModel(launch_ms + limit + barriers_ms, launch_ms, breakdown.ms("memory"),
+    added = sum(t.ms for t in breakdown.terms if t.role == "added")
+    launch_ms = breakdown.ms("launch")
+    return KernelModel(added + limit, launch_ms, breakdown.ms("memory"),
                        breakdown.ms("compute"), facts.global_bytes,
                        None if flops is None else float(flops), breakdown)
 

@@ -12,12 +12,16 @@ Each term is a time in ms (see MODEL.md in benchmarks/ for the derivations and s
   allows. Low occupancy or a small grid leave too few bytes in flight to cover the latency.
 - The memory time sums, wave by wave (full waves, then the grid's tail), the largest of those
   three: the tail wave has fewer warps resident, so less latency hidden.
-- shared: shared-memory wavefronts (bank conflicts multiply them) at one per SM per clock.
+- shared: the SM's L1/shared-memory data stage, one wavefront per clock: shared-memory
+  wavefronts (bank conflicts multiply them) plus one per 128-byte line of each global request.
 - atomics: the larger of the L2 atomic units' throughput and same-address serialisation
   (updates of one address proceed one at a time).
 - compute: declared flops / peak FP32 (nothing without declared flops), and issue of memory
   instructions (one warp instruction per sub-partition per clock).
 - barriers: each barrier costs its block some cycles, overlapped across resident blocks (added).
+- overlap: the limits overlap imperfectly: the non-binding ones are added, divided by the work
+  resident to hide them (warps; only blocks when barriers split a block into phases): a tile
+  transpose with one block per SM pays its bank conflicts on top of its memory time.
 
 SM-level terms (shared, compute, issue, barriers) are divided over the SMs the grid keeps busy,
 rounded to whole waves of SMs (a grid of 41 blocks on 40 SMs takes two rounds).
@@ -80,7 +84,10 @@ def kernel_terms(profile: DeviceProfile, facts: LaunchFacts, blocks_per_sm: int,
         dram, l2, latency = dram + d * count, l2 + c * count, latency + lat * count
         memory += max(d, c, lat) * count
 
-    shared = facts.shared_wavefronts / (SHARED_WAVEFRONTS_PER_CLOCK * sms * clock * sm_share)
+    # L1 and shared memory are one unit per SM (Volta on): its data stage serves a wavefront per
+    # clock, a shared request's wavefronts plus one per 128-byte line a global request touches.
+    l1_wavefronts = facts.shared_wavefronts + ceil_div(facts.sectors, 4)
+    shared = l1_wavefronts / (SHARED_WAVEFRONTS_PER_CLOCK * sms * clock * sm_share)
     atomic_rate = facts.atomics / (ATOMIC_UNITS * clock)
     serial = facts.max_same_address_atomics * ATOMIC_SAME_ADDRESS_CYCLES / clock
     atomics = max(atomic_rate, serial)
@@ -89,6 +96,12 @@ def kernel_terms(profile: DeviceProfile, facts: LaunchFacts, blocks_per_sm: int,
         profile.cc.sub_partitions * sms * clock * sm_share)
     concurrent = min(blocks, slots)
     barriers = facts.barriers * BARRIER_CYCLES / (concurrent * clock)
+    # Overlap is imperfect: what is not the binding limit still stalls the warps doing it, and
+    # only other resident work hides the stall: other warps where warps run independently,
+    # only other blocks where barriers split a block's work into phases run one after another.
+    limits = sorted((memory, shared, atomics, compute, issue), reverse=True)
+    hiders = per_sm if facts.barriers else per_sm * facts.warps_per_block
+    phases = sum(limits[1:]) / max(hiders, 1)
 
     ms = 1e3
     terms = (
@@ -106,7 +119,8 @@ def kernel_terms(profile: DeviceProfile, facts: LaunchFacts, blocks_per_sm: int,
              f"warp x {facts.warps_per_block * min(blocks, slots):,} resident warps against "
              f"{latency_s * 1e9:.0f} ns DRAM latency"),
         Term("shared", shared * ms, f"{facts.shared_wavefronts:,} shared wavefronts for "
-             f"{facts.shared_requests:,} requests, one per SM per clock"),
+             f"{facts.shared_requests:,} requests + {ceil_div(facts.sectors, 4):,} global L1 "
+             "wavefronts, one per SM per clock"),
         Term("atomics", atomics * ms, f"{facts.atomics:,} atomics, at most "
              f"{facts.max_same_address_atomics:,} on one address (serialised)"),
         Term("compute", compute * ms, "flops not declared" if flops is None else
@@ -115,6 +129,9 @@ def kernel_terms(profile: DeviceProfile, facts: LaunchFacts, blocks_per_sm: int,
              "memory instructions issued"),
         Term("barriers", barriers * ms, f"{facts.barriers:,} block barriers x "
              f"{BARRIER_CYCLES} cycles", role="added"),
+        Term("overlap", phases * ms, "the non-binding limits, hidden only by other resident "
+             + ("blocks (barriers split each block into phases)" if facts.barriers
+                else "warps"), role="added"),
     )
     info: dict[str, Any] = {
         "waves": waves, "tail_blocks": tail, "blocks_per_sm": per_sm, "sm_share": sm_share,
