@@ -7,7 +7,8 @@ and by how much (its ratio to the next largest), and prints as a small table.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = ["Breakdown", "Term"]
@@ -21,7 +22,6 @@ class Term:
 
     name: str
     ms: float
-    what: str
     role: str = "limit"
 
     @property
@@ -35,6 +35,12 @@ class Breakdown:
 
     terms: tuple[Term, ...]
     facts: dict[str, Any]
+    texts: Callable[[], dict[str, str]] | None = field(default=None, repr=False, compare=False)
+
+    def what(self, name: str) -> str:
+        """What term `name` counts, in words (with its numbers)."""
+        self[name]
+        return "" if self.texts is None else self.texts().get(name, "")
 
     def __getitem__(self, name: str) -> Term:
         for term in self.terms:
@@ -66,11 +72,12 @@ class Breakdown:
 
     def summary(self) -> str:
         width = max(len(t.name) for t in self.terms)
+        texts = {} if self.texts is None else self.texts()
         lines = []
         for t in self.terms:
             mark = "*" if t.name == self.binding else " "
             how = {"limit": "max", "added": "  +", "sum": "  ="}[t.role]
-            lines.append(f" {mark}{how} {t.name.ljust(width)} {t.ms:10.4g} ms  {t.what}")
+            lines.append(f" {mark}{how} {t.name.ljust(width)} {t.ms:10.4g} ms  {texts.get(t.name, '')}")
         margin = "alone" if self.margin == float("inf") else f"{self.margin:.2f}x the next limit"
         lines.append(f"binding: {self.binding} ({margin})")
         return "\n".join(lines)

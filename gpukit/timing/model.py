@@ -13,6 +13,7 @@ and the constants of `gpukit.devices`. Nothing here is measured.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any
 
@@ -91,6 +92,12 @@ def model_kernel(profile: DeviceProfile, bytes_moved: int, flops: float | None =
                        int(bytes_moved), None if flops is None else float(flops))
 
 
+@functools.lru_cache(maxsize=256)
+def _default_occupancy(profile: DeviceProfile, threads: int, shared_bytes: int) -> Any:
+    """The calculator's occupancy with default registers (cached: launches repeat shapes)."""
+    return occupancy_of(profile, threads, DEFAULT_REGS_PER_THREAD, shared_bytes)
+
+
 def model_launch(profile: DeviceProfile, record: Any, flops: float | None = None) -> KernelModel:
     """The analytical model of a simulated launch (a `LaunchRecord` with `stats`) on `profile`.
 
@@ -106,8 +113,7 @@ def model_launch(profile: DeviceProfile, record: Any, flops: float | None = None
     facts = launch_facts(record)
     occ = record.extra.get("occupancy")
     if occ is None or getattr(occ, "device", profile.name) != profile.name:
-        occ = occupancy_of(profile, facts.threads_per_block, DEFAULT_REGS_PER_THREAD,
-                           facts.shared_bytes_per_block)
+        occ = _default_occupancy(profile, facts.threads_per_block, facts.shared_bytes_per_block)
     breakdown = kernel_terms(profile, facts, occ.active_blocks_per_sm, flops)
     breakdown.facts["occupancy"] = occ.occupancy
     limit = max(t.ms for t in breakdown.terms if t.overlaps or t.role == "sum")

@@ -104,37 +104,44 @@ def kernel_terms(profile: DeviceProfile, facts: LaunchFacts, blocks_per_sm: int,
     phases = sum(limits[1:]) / max(hiders, 1)
 
     ms = 1e3
-    terms = (
-        Term("launch", profile.launch_overhead_us * 1e-3,
-             f"launch overhead of the {profile.name}", role="added"),
-        Term("memory", memory * ms, f"global memory, wave by wave: the largest of dram, l2 and "
-             f"latency in each of {waves} wave(s) of {slots} blocks ({per_sm} per SM)",
-             role="sum"),
-        Term("dram", dram * ms, f"{dram_bytes:,.0f} B from DRAM at "
-             f"{profile.memory_bandwidth_gb_s:g} GB/s ({facts.unique_sectors:,} distinct "
-             f"sectors; L2 {profile.l2_bytes // 2**20} MiB)"),
-        Term("l2", l2 * ms, f"{facts.sectors:,} sectors requested "
-             f"({facts.sectors_per_request:.1f} per warp request) through L2"),
-        Term("latency", latency * ms, f"Little's law: {in_flight_per_warp:,.0f} B in flight per "
-             f"warp x {facts.warps_per_block * min(blocks, slots):,} resident warps against "
-             f"{latency_s * 1e9:.0f} ns DRAM latency"),
-        Term("shared", shared * ms, f"{facts.shared_wavefronts:,} shared wavefronts for "
-             f"{facts.shared_requests:,} requests + {ceil_div(facts.sectors, 4):,} global L1 "
-             "wavefronts, one per SM per clock"),
-        Term("atomics", atomics * ms, f"{facts.atomics:,} atomics, at most "
-             f"{facts.max_same_address_atomics:,} on one address (serialised)"),
-        Term("compute", compute * ms, "flops not declared" if flops is None else
-             f"{flops:,.0f} flops at {profile.fp32_tflops:g} TFLOP/s"),
-        Term("issue", issue * ms, f"{facts.global_requests + facts.shared_requests:,} warp "
-             "memory instructions issued"),
-        Term("barriers", barriers * ms, f"{facts.barriers:,} block barriers x "
-             f"{BARRIER_CYCLES} cycles", role="added"),
-        Term("overlap", phases * ms, "the non-binding limits, hidden only by other resident "
-             + ("blocks (barriers split each block into phases)" if facts.barriers
-                else "warps"), role="added"),
-    )
+    values = (("launch", profile.launch_overhead_us * 1e-3, "added"), ("memory", memory * ms, "sum"),
+              ("dram", dram * ms, "limit"), ("l2", l2 * ms, "limit"),
+              ("latency", latency * ms, "limit"), ("shared", shared * ms, "limit"),
+              ("atomics", atomics * ms, "limit"), ("compute", compute * ms, "limit"),
+              ("issue", issue * ms, "limit"), ("barriers", barriers * ms, "added"),
+              ("overlap", phases * ms, "added"))
+    terms = tuple(Term(name, value, role) for name, value, role in values)
+
+    def texts() -> dict[str, str]:  # words for each term, built only when someone reads them
+        return {
+            "launch": f"launch overhead of the {profile.name}",
+            "memory": f"global memory, wave by wave: the largest of dram, l2 and latency in "
+                      f"each of {waves} wave(s) of {slots} blocks ({per_sm} per SM)",
+            "dram": f"{dram_bytes:,.0f} B from DRAM at {profile.memory_bandwidth_gb_s:g} GB/s "
+                    f"({facts.unique_sectors:,} distinct sectors; L2 "
+                    f"{profile.l2_bytes // 2**20} MiB)",
+            "l2": f"{facts.sectors:,} sectors requested ({facts.sectors_per_request:.1f} per "
+                  "warp request) through L2",
+            "latency": f"Little's law: {in_flight_per_warp:,.0f} B in flight per warp x "
+                       f"{facts.warps_per_block * min(blocks, slots):,} resident warps against "
+                       f"{latency_s * 1e9:.0f} ns DRAM latency",
+            "shared": f"{facts.shared_wavefronts:,} shared wavefronts for "
+                      f"{facts.shared_requests:,} requests + {ceil_div(facts.sectors, 4):,} "
+                      "global L1 wavefronts, one per SM per clock",
+            "atomics": f"{facts.atomics:,} atomics, at most {facts.max_same_address_atomics:,} "
+                       "on one address (serialised)",
+            "compute": "flops not declared" if flops is None else
+                       f"{flops:,.0f} flops at {profile.fp32_tflops:g} TFLOP/s",
+            "issue": f"{facts.global_requests + facts.shared_requests:,} warp memory "
+                     "instructions issued",
+            "barriers": f"{facts.barriers:,} block barriers x {BARRIER_CYCLES} cycles",
+            "overlap": "the non-binding limits, hidden only by other resident "
+                       + ("blocks (barriers split each block into phases)" if facts.barriers
+                          else "warps"),
+        }
+
     info: dict[str, Any] = {
         "waves": waves, "tail_blocks": tail, "blocks_per_sm": per_sm, "sm_share": sm_share,
         "dram_bytes": dram_bytes, "sectors_per_request": facts.sectors_per_request,
         "observed": facts.observed, "source": facts.source}
-    return Breakdown(terms, info)
+    return Breakdown(terms, info, texts)
