@@ -155,7 +155,7 @@ class DeviceProfile:
     launch_overhead_us: float = 5.0
     aliases: tuple[str, ...] = ()
     # The SM (boost) clock and the L2 cache size, read by the timing model: the clocks are those
-    # reproducing the peak FP32 above (2 x CUDA cores x boost clock, reference/gpu-facts.md); L2
+    # reproducing the peak FP32 above (2 x CUDA cores x boost clock, from deviceQuery logs); L2
     # sizes from NVIDIA's architecture whitepapers (Turing, Volta, Ampere GA100 and GA102, Ada,
     # Hopper).
     sm_clock_mhz: float = 1500.0

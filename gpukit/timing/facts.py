@@ -110,7 +110,8 @@ def _facts(record: Any) -> LaunchFacts:
 
 def _observed(trace: Any) -> dict[str, Any]:
     """Sectors, reuse, wavefronts and contention measured on the trace (whole launch)."""
-    from ..trace import KINDS, SPACES, bank_conflicts, coalescing  # the backends import this
+    # lazy: gpukit.trace imports the backends, which import this module
+    from ..trace import KINDS, SPACES, bank_conflicts, coalescing
 
     out: dict[str, Any] = {"observed": True}
     coal = coalescing(trace).requests
