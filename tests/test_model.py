@@ -202,3 +202,33 @@ def test_a_large_gpu_runs_the_same_kernel_faster():
         times[device] = _model(be, copy_strided, n // 256, 256, a, out, 1, trace=False)
     ratio = kernel_ms(times["T4"]) / kernel_ms(times["H100"])
     assert 5.0 < ratio < 12.0  # bandwidth: 3,350 / 320 GB/s = 10.5
+
+
+# -- where the model shows up ---------------------------------------------------------------------
+def test_every_simulated_launch_carries_its_model_and_time_kernel_can_trace(be):
+    from gpukit.timing import time_kernel
+
+    n = 1 << 12
+    a, out = be.to_device(np.ones(n * 32, np.float32)), be.allocate(n, np.float32)
+    record = be.launch_kernel(copy_strided, n // 256, 256, a, out, 32)
+    assert record.modeled.ms == pytest.approx(model_launch(T4, record).ms)
+    assert not record.modeled.breakdown.facts["observed"]  # not traced: assumed coalesced
+    t = time_kernel(copy_strided, n // 256, 256, a, out, 32, backend=be, repeat=1, trace=True)
+    observed = t.modeled.details["breakdown"]
+    assert observed.facts["observed"] and observed.facts["sectors_per_request"] == 18.0
+    assert t.modeled.median_ms > record.modeled.ms
+
+
+def test_model_vs_gpu_says_why_it_cannot_run_without_a_gpu(capsys):
+    import gpukit
+    from benchmarks import model_vs_gpu
+    from gpukit.errors import BackendUnavailableError
+
+    try:
+        gpukit.get_backend("cuda")
+    except BackendUnavailableError:
+        pass
+    else:
+        pytest.skip("a GPU is present: the script would measure")
+    assert model_vs_gpu.main([]) == 2
+    assert "needs an NVIDIA GPU" in capsys.readouterr().err
