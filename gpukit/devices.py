@@ -111,6 +111,34 @@ PINNED_COPY_EFFICIENCY = 0.80
 PAGEABLE_COPY_EFFICIENCY = 0.45
 DEVICE_COPY_EFFICIENCY = 0.80
 
+# -- the memory system as the kernel timing model sees it (gpukit.timing.model) ----------------
+# Latency of a global load that misses every cache, in SM clock cycles, by compute capability
+# major. Approximate, from published pointer-chasing microbenchmarks: Jia et al., "Dissecting
+# the NVIDIA Volta GPU Architecture via Microbenchmarking" (arXiv:1804.06826) and "Dissecting the
+# NVidia Turing T4 GPU via Microbenchmarking" (arXiv:1903.07486) measure some 400-600 cycles on
+# V100 and T4; later papers on A100 and H100 (Abdelkhalik et al. 2022, Luo et al. 2024) a
+# similar 450-500. One number per generation: the model needs the order, not the last cycle.
+DRAM_LATENCY_CYCLES = {5: 350, 6: 450, 7: 500, 8: 480, 9: 480, 10: 480, 12: 480}
+# The L2 cache's bandwidth as a multiple of DRAM bandwidth (NVIDIA's whitepapers and the
+# microbenchmarks above put L2 at about 2-3x DRAM on these parts); re-reads that hit L2 cost this.
+L2_BANDWIDTH_FACTOR = 2.5
+# Shared memory serves one wavefront (a conflict-free warp request: 32 banks x 4 bytes) per SM
+# per clock (CUDA C++ Programming Guide, "Shared Memory" of each compute capability); an n-way
+# bank conflict takes n wavefronts.
+SHARED_WAVEFRONTS_PER_CLOCK = 1
+# Atomics are executed at the L2 (global) or the SM (shared). Updates of one address serialise:
+# about one per clock at best (Jia et al. measure atomic throughput on one address at roughly a
+# clock per operation); updates of distinct addresses proceed at the L2's rate, here taken as
+# one per L2 slice per clock, with 32 slices (the order of V100's and T4's slice counts).
+ATOMIC_SAME_ADDRESS_CYCLES = 1.0
+ATOMIC_UNITS = 32
+# A block-wide barrier (__syncthreads) with every warp arriving costs some 20 cycles of the
+# block's time (Jia et al. list its latency among the instruction latencies).
+BARRIER_CYCLES = 20
+# Independent global loads a warp keeps in flight at once (memory-level parallelism) at most:
+# the model counts a kernel's distinct load sites, up to this many, as loads in flight per warp.
+MAX_LOADS_IN_FLIGHT = 4
+
 
 @dataclass(frozen=True)
 class DeviceProfile:
@@ -126,6 +154,12 @@ class DeviceProfile:
     copy_engines: int = 2
     launch_overhead_us: float = 5.0
     aliases: tuple[str, ...] = ()
+    # The SM (boost) clock and the L2 cache size, read by the timing model: the clocks are those
+    # reproducing the peak FP32 above (2 x CUDA cores x boost clock, from deviceQuery logs); L2
+    # sizes from NVIDIA's architecture whitepapers (Turing, Volta, Ampere GA100 and GA102, Ada,
+    # Hopper).
+    sm_clock_mhz: float = 1500.0
+    l2_bytes: int = 4 * MiB
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
@@ -147,6 +181,8 @@ class DeviceProfile:
         as_number("memory_bandwidth_gb_s", self.memory_bandwidth_gb_s, positive=True)
         as_number("fp32_tflops", self.fp32_tflops, positive=True)
         as_number("launch_overhead_us", self.launch_overhead_us)
+        as_number("sm_clock_mhz", self.sm_clock_mhz, positive=True)
+        as_int("l2_bytes", self.l2_bytes, 1)
 
     @property
     def cc(self) -> ComputeCapability:
@@ -173,21 +209,30 @@ class DeviceProfile:
 PROFILES: dict[str, DeviceProfile] = {
     p.name: p
     for p in (
-        DeviceProfile("T4", (7, 5), 40, 15100 * MiB, 320, 8.1, 3, aliases=("tesla t4",)),
+        DeviceProfile("T4", (7, 5), 40, 15100 * MiB, 320, 8.1, 3,
+                      sm_clock_mhz=1590, l2_bytes=4 * MiB, aliases=("tesla t4",)),
         DeviceProfile("V100", (7, 0), 80, 16 * GiB, 900, 15.7, 3,
+                      sm_clock_mhz=1530, l2_bytes=6 * MiB,
                       aliases=("tesla v100", "v100 sxm2")),
         DeviceProfile("A100 40GB", (8, 0), 108, 40 * GiB, 1555, 19.5, 4, copy_engines=3,
+                      sm_clock_mhz=1410, l2_bytes=40 * MiB,
                       aliases=("a100", "a100-40gb", "a100 sxm4 40gb")),
         DeviceProfile("A100 80GB", (8, 0), 108, 80 * GiB, 2039, 19.5, 4, copy_engines=3,
+                      sm_clock_mhz=1410, l2_bytes=40 * MiB,
                       aliases=("a100-80gb", "a100 sxm4 80gb")),
         DeviceProfile("RTX 3090", (8, 6), 82, 24 * GiB, 936, 35.6, 4,
+                      sm_clock_mhz=1695, l2_bytes=6 * MiB,
                       aliases=("geforce rtx 3090", "3090")),
         DeviceProfile("RTX 4090", (8, 9), 128, 24 * GiB, 1008, 82.6, 4,
+                      sm_clock_mhz=2520, l2_bytes=72 * MiB,
                       aliases=("geforce rtx 4090", "4090")),
-        DeviceProfile("L4", (8, 9), 58, 22518 * MiB, 300, 30.3, 4),
+        DeviceProfile("L4", (8, 9), 58, 22518 * MiB, 300, 30.3, 4,
+                      sm_clock_mhz=2040, l2_bytes=48 * MiB),
         DeviceProfile("H100 SXM", (9, 0), 132, 80 * GiB, 3350, 67.0, 5, copy_engines=3,
+                      sm_clock_mhz=1980, l2_bytes=50 * MiB,
                       aliases=("h100", "h100 sxm5", "h100-sxm")),
         DeviceProfile("H200", (9, 0), 132, 141 * 10**9, 4800, 67.0, 5, copy_engines=3,
+                      sm_clock_mhz=1980, l2_bytes=50 * MiB,
                       aliases=("h200 sxm",)),
     )
 }

@@ -71,6 +71,14 @@ class LaunchRecord:
         return self.extra["occupancy_source"]
 
     @property
+    def modeled(self) -> Any:
+        """The simulator's modeled GPU time of this launch (a `gpukit.timing.KernelModel`:
+        `.ms`, `.bound`, `.breakdown`), or None on a GPU. Computed at launch with the occupancy
+        calculator's default registers; `gpukit.timing.model_launch(profile, record)` redoes it
+        (with ptxas occupancy once `record.occupancy` has been asked for)."""
+        return self.extra.get("modeled")
+
+    @property
     def trace(self) -> Any:
         """The execution trace of a launch made with trace=True (gpukit.trace.Trace), or None."""
         return self.extra.get("trace")

@@ -287,17 +287,24 @@ def _timings() -> dict[int, Timing]:
             for b, samples in wall.items()}
 
 
+WALL_OR_MODEL = ("wall clock: the host's time (on the simulator: the simulation, not a GPU)",
+                 "modeled GPU time (not measured)")
+
+
 def test_timing_plot_labels_measured_and_modeled_series():
     w = timing_plot(_timings())
+    assert w.values["series"] == "modeled"  # the simulator: modeled GPU time by default
+    assert [line.get_label() for line in w.figure.axes[0].get_lines()] == [WALL_OR_MODEL[1]]
+    w.set(series="all")
     ax = w.figure.axes[0]
     labels = [line.get_label() for line in ax.get_lines()]
-    assert labels == ["measured: wall clock", "modeled (not measured)"]
+    assert labels == list(WALL_OR_MODEL) and "measured" not in labels[0]
     np.testing.assert_allclose(ax.get_lines()[0].get_ydata(), [5.0, 2.5, 3.0])  # the medians
-    assert "measured: wall clock: fastest 2.5 ms at 128, slowest 5 ms at 32" in w.summary
-    assert "modeled (not measured): 0.01 ms at every threads_per_block" in w.summary
+    assert f"{WALL_OR_MODEL[0]}: fastest 2.5 ms at 128, slowest 5 ms at 32" in w.summary
+    assert f"{WALL_OR_MODEL[1]}: 0.01 ms at every threads_per_block" in w.summary
     assert "(wall: simulation wall time)" in w.summary
-    w.set(series="measured")
-    assert [line.get_label() for line in w.figure.axes[0].get_lines()] == ["measured: wall clock"]
+    w.set(series="clock")
+    assert [line.get_label() for line in w.figure.axes[0].get_lines()] == [WALL_OR_MODEL[0]]
     assert "modeled" not in w.summary.replace("(modeled", "")
     w.set(series="all", log_scale=True)
     assert w.figure.axes[0].get_xscale() == "log"
@@ -314,11 +321,11 @@ def test_timing_plot_rows_and_bandwidth():
     assert kernel_ax.get_xlabel() == "problem size n (elements)"
     assert "measured: CUDA events: fastest 1 ms at 1,000, slowest 100 ms at 100,000" in w.summary
     assert len(bw_ax.get_lines()) == 8
-    assert "h2d pinned, modeled (not measured): 8 GB/s at 1 MiB" in w.summary
+    assert f"h2d pinned, {WALL_OR_MODEL[1]}: 8 GB/s at 1 MiB" in w.summary
     w.set(view="bandwidth", direction="d2h", series="modeled")
     (ax,) = w.figure.axes
     assert sorted(line.get_label() for line in ax.get_lines()) == [
-        "d2h pageable, modeled (not measured)", "d2h pinned, modeled (not measured)"]
+        f"d2h pageable, {WALL_OR_MODEL[1]}", f"d2h pinned, {WALL_OR_MODEL[1]}"]
     with pytest.raises(WidgetControlError, match=r"timing_plot needs kernel_times=, bandwidth= "
                        r"or both"):
         timing_plot()
@@ -331,9 +338,11 @@ def test_block_size_timing_and_transfer_bandwidth_run_the_timing_module():
     be = CPUBackend("T4")
     a = be.to_device(np.ones(256, np.float32))
     w = block_size_timing(scale, 256, a, 256, block_sizes=(32, 128), backend=be, repeat=1)
-    measured, modeled = w.figure.axes[0].get_lines()
-    assert list(measured.get_xdata()) == [32, 128] and modeled.get_label() == \
-        "modeled (not measured)"
+    (modeled,) = w.figure.axes[0].get_lines()  # the simulator: the modeled series by default
+    assert list(modeled.get_xdata()) == [32, 128] and modeled.get_label() == WALL_OR_MODEL[1]
+    w.set(series="all")
+    wall, _ = w.figure.axes[0].get_lines()
+    assert wall.get_label() == WALL_OR_MODEL[0]
     assert {r.block for r in be.launches} == {(32, 1, 1), (128, 1, 1)}
     assert {r.grid for r in be.launches} == {(8, 1, 1), (2, 1, 1)}
     np.testing.assert_array_equal(a.copy_to_host(), 2.0 ** (len(be.launches)))

@@ -7,18 +7,17 @@ no time, the same) or "modeled" (computed from the device profile, never measure
 `time_kernel` excludes warm-up launches and reports the first launch (which compiles the kernel)
 apart; `timer` times any region; `launch_log` lists launches with their timings.
 
-The simulator's model (`Timing.modeled`, `gpukit.timing.model`) is a roofline: a kernel takes
-    launch overhead + max(bytes moved / memory bandwidth, flops / peak FP32)
-with the global-memory bytes counted by the simulator per access, flops declared by the kernel's
-caller (`flops=`; the ops declare theirs) or left out, and the profile's launch overhead,
-bandwidth and peak. Copies take PCIe latency + size / effective link bandwidth (pinned faster than
+The simulator's model (`Timing.modeled`, `gpukit.timing.model`) is analytical: from what each
+launch did (global sectors touched, their reuse in L2, shared-memory wavefronts, atomics and the
+most updates of one address, barriers), its occupancy and the device profile, it models DRAM and
+L2 traffic, the latency resident warps can hide (Little's law, wave by wave, so a grid's tail
+and low occupancy cost time), shared-memory bank conflicts, atomic contention, declared flops and
+launch overhead; `details["breakdown"]` shows every term and which limit binds. Coalescing, bank
+conflicts and contention are observed on traced launches (`trace=True`) and assumed ideal
+otherwise. Copies take PCIe latency + size / effective link bandwidth (pinned faster than
 pageable; `gpukit.timing.model.modeled_copy_ms`), and streams overlap on a modeled timeline.
-Its limits: no caches (every global access is DRAM traffic, re-reads included), no coalescing
-penalty (a strided access costs its bytes only), no occupancy, latency, wave or clock effects (so
-the modeled time does not depend on the block size), no compute time without declared flops. For
-kernels that touch each byte once it is a lower bound on a real GPU's time; kernels that re-read
-global memory a GPU would cache can come out slower than real. It compares transfers against
-kernels and memory-bound against compute-bound work; it does not predict a measurement.
+It is a model for teaching which limit binds and why, with approximate constants (see
+benchmarks/MODEL.md); it does not predict a measurement to the percent.
 """
 
 from __future__ import annotations
@@ -124,18 +123,21 @@ def _check_counts(repeat: Any, warmup: Any) -> tuple[int, int]:
 def _model_details(profile: Any, model: KernelModel) -> dict[str, Any]:
     return {"device": profile.name, "bytes_moved": model.bytes_moved, "flops": model.flops,
             "launch_ms": model.launch_ms, "memory_ms": model.memory_ms,
-            "compute_ms": model.compute_ms, "bound": model.bound}
+            "compute_ms": model.compute_ms, "bound": model.bound, "breakdown": model.breakdown}
 
 
 def time_kernel(kernel: Any, grid: Any, block: Any, *args: Any, repeat: int | None = None,
                 warmup: int = 1, backend: Any = None, stream: Any = None,
-                flops: float | None = None, dynamic_shared_bytes: int = 0) -> Timing:
+                flops: float | None = None, dynamic_shared_bytes: int = 0,
+                trace: bool = False) -> Timing:
     """Launch `kernel[grid, block](*args)` `warmup` + `repeat` times and time the last `repeat`.
 
     CUDA: one CUDA-event sample per launch, the events recorded right around the enqueue
     (gpukit's checks and the kernel's compilation stay outside; kind "cuda-events"). The
     simulator: the wall time of each simulated launch (kind "wall") and, as `.modeled`, the
-    roofline time of each (kind "modeled"; `flops` feeds its compute term). Other backends:
+    modeled GPU time of each (kind "modeled"; `flops` feeds its compute term; `trace=True`
+    traces the timed launches so that coalescing and bank conflicts are observed, not assumed).
+    Other backends:
     their events (`backend.record_event`). `first_launch_ms` is the first warm-up launch, which
     includes compiling the kernel. `repeat` defaults to 20 on a GPU and 3 on simulators.
     """
@@ -171,6 +173,8 @@ def time_kernel(kernel: Any, grid: Any, block: Any, *args: Any, repeat: int | No
         kind, samples, note = be.time_launches(compiled, grid, block, *args, repeat=repeat,
                                                **options)
         return Timing(tuple(samples), kind, be.name, name, first_ms, None, note)
+    if trace:
+        options["trace"] = True
     samples, models = [], []
     for _ in range(repeat):
         t0 = time.perf_counter()
@@ -179,7 +183,7 @@ def time_kernel(kernel: Any, grid: Any, block: Any, *args: Any, repeat: int | No
         samples.append((time.perf_counter() - t0) * 1e3)
         models.append(model_launch(be.profile, record, flops))
     modeled = Timing(tuple(m.ms for m in models), "modeled", be.name, name,
-                     note=f"roofline on the {be.profile.name}: {models[-1].describe()}",
+                     note=f"model of the {be.profile.name}: {models[-1].describe()}",
                      details=_model_details(be.profile, models[-1]))
     return Timing(tuple(samples), "wall", be.name, name, first_ms, modeled, _SIM_WALL_NOTE)
 
@@ -276,7 +280,7 @@ def _occupancy(record: LaunchRecord, compute: bool) -> tuple[float | None, str |
 def launch_log(backend: Any = None, *, occupancy: bool = True) -> list[LaunchLogEntry]:
     """The launches of `backend` (default: the current one), oldest first.
 
-    The simulator: timings "wall" (the simulation) and "modeled" (the roofline). CUDA:
+    The simulator: timings "wall" (the simulation) and "modeled" (`gpukit.timing.model`). CUDA:
     "cuda-events" timings of the launches `time_kernel` made. Occupancy is the theoretical one
     (registers from ptxas or the GPU; the simulator falls back to stated defaults and says so in
     `occupancy_source`); computing it compiles each kernel once, `occupancy=False` skips that.

@@ -4,7 +4,10 @@
 size, `gpukit.transfers.BandwidthRow`s, or plain rows with the same fields); every series is
 labelled measured (wall clock or CUDA events) or modeled. `block_size_timing`,
 `problem_size_timing` and `transfer_bandwidth` run `gpukit.timing.time_kernel` and
-`gpukit.timing.bandwidth_sweep` first. The widget times nothing itself.
+`gpukit.timing.bandwidth_sweep` first. The widget times nothing itself. Where there is a modeled
+series and nothing measured on a GPU (the simulator), it shows the modeled GPU time by default;
+the simulation's wall time is a "clock" series, labelled as the simulation on this CPU, never as
+a measurement of a GPU.
 """
 
 from __future__ import annotations
@@ -25,7 +28,9 @@ from ._base import GpukitWidget, WidgetControlError, check_flag, field
 __all__ = ["TimingPlot", "block_size_timing", "problem_size_timing", "timing_plot",
            "transfer_bandwidth"]
 
-_MEASURED = {"wall": "measured: wall clock", "cuda-events": "measured: CUDA events"}
+_LABELS = {"wall": "wall clock: the host's time (on the simulator: the simulation, not a GPU)",
+           "cuda-events": "measured: CUDA events", "modeled": "modeled GPU time (not measured)"}
+SERIES = ("all", "modeled", "clock")  # "clock": wall clock or CUDA events
 _MEMORY = {True: "pinned", False: "pageable", None: "device"}
 _X_LABELS = {"threads_per_block": "threads per block", "n": "problem size n (elements)",
              "size_bytes": "problem size (bytes)"}
@@ -33,8 +38,9 @@ DEFAULT_BLOCK_SIZES = (32, 64, 128, 256, 512, 1024)
 
 
 def series_label(kind: str) -> str:
-    """"measured: wall clock", "measured: CUDA events" or "modeled (not measured)"."""
-    return _MEASURED.get(kind, "modeled (not measured)" if kind == "modeled" else kind)
+    """What a series of `kind` is, in words: the simulation's wall clock, CUDA events measured on
+    a GPU, or modeled GPU time."""
+    return _LABELS.get(kind, kind)
 
 
 def _number(x: float) -> str:
@@ -159,7 +165,7 @@ class TimingPlot(GpukitWidget):
         controls: dict[str, ipw.ValueWidget] = {
             "view": ipw.Dropdown(options=views, value=views[0], description="show",
                                  layout=ipw.Layout(width="200px")),
-            "series": ipw.Dropdown(options=["all", "measured", "modeled"], value="all",
+            "series": ipw.Dropdown(options=list(SERIES), value=self._default_series(),
                                    description="series", layout=ipw.Layout(width="200px")),
             "log_scale": ipw.Checkbox(value=log_scale, description="log scale (kernel time)"),
         }
@@ -169,6 +175,11 @@ class TimingPlot(GpukitWidget):
                                                  layout=ipw.Layout(width="200px"))
         super().__init__(controls, figsize=(9.0, 3.6))
         self.update()
+
+    def _default_series(self) -> str:
+        """"modeled" where there is a model and no GPU measurement (the simulator), else "all"."""
+        kinds = {p.kind for p in self.points} | {r.kind for r in self.bandwidth}
+        return "modeled" if "modeled" in kinds and "cuda-events" not in kinds else "all"
 
     def _wanted(self, kind: str) -> bool:
         series = self.controls["series"].value
@@ -258,8 +269,9 @@ def timing_plot(kernel_times: Any = None, bandwidth: Iterable[Any] | None = None
     `kernel_times`: {x value: Timing}, (x value, Timing) pairs, or rows with fields `x`, `ms`
     (or `median_ms`) and `kind`; a Timing's `.modeled` becomes the modeled series. `x` names the
     swept quantity ("threads_per_block", "n", ...). `bandwidth`: rows of `bandwidth_sweep`.
-    Controls: "view", "series" ("all", "measured", "modeled"), "log_scale" and, with bandwidth
-    rows, "direction".
+    Controls: "view", "series" ("all", "modeled", "clock": wall clock or CUDA events; the
+    default is "modeled" where there is a model and no CUDA events), "log_scale" and, with
+    bandwidth rows, "direction".
     """
     return TimingPlot(kernel_times, bandwidth, x=x, x_label=x_label, title=title,
                       log_scale=log_scale)

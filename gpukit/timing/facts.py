@@ -1,0 +1,137 @@
+"""What the timing model knows about one simulated launch: `LaunchFacts`.
+
+From a launch record (`gpukit.launches.LaunchRecord`) of the simulator: its geometry, its counted
+traffic (`record.stats`), and, when the launch was traced (`trace=True`), the exact warp-level
+facts of its trace: 32-byte sectors per global request (coalescing), distinct sectors (reuse an
+L2 can serve), shared-memory wavefronts (bank conflicts) and the most updates of one address by
+atomics (contention). Without a trace those four are *assumed* ideal (coalesced, no reuse, no
+conflict, no contention) from the per-site counts, and `observed` is False: trace the launch to
+see them. Nothing here times anything.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..devices import (
+    BANK_WIDTH_BYTES,
+    MAX_LOADS_IN_FLIGHT,
+    SECTOR_BYTES,
+    SHARED_MEM_BANKS,
+    WARP_SIZE,
+)
+from ..utils import ceil_div
+
+__all__ = ["LaunchFacts", "launch_facts"]
+
+
+@dataclass(frozen=True)
+class LaunchFacts:
+    """One launch as the timing model reads it (counts summed over the whole launch)."""
+
+    blocks: int
+    threads_per_block: int
+    shared_bytes_per_block: int       # static + dynamic
+    global_bytes: int                 # bytes the threads asked for (loads + stores)
+    global_requests: int              # warp-wide global accesses
+    sectors: int                      # 32-byte sectors those requests touched
+    unique_sectors: int               # distinct sectors: what must come from DRAM at least once
+    shared_wavefronts: int            # shared-memory wavefronts (bank conflicts add some)
+    shared_requests: int
+    atomics: int
+    max_same_address_atomics: int     # updates of the most-updated global address
+    barriers: int                     # block barriers passed, summed over blocks
+    loads_in_flight: int              # independent global loads per warp (memory parallelism)
+    observed: bool                    # True: sectors, wavefronts and contention from a trace
+
+    @property
+    def warps_per_block(self) -> int:
+        return ceil_div(self.threads_per_block, WARP_SIZE)
+
+    @property
+    def sectors_per_request(self) -> float:
+        return self.sectors / self.global_requests if self.global_requests else 0.0
+
+    @property
+    def source(self) -> str:
+        return ("observed in the launch's trace" if self.observed else
+                "assumed coalesced, conflict-free, uncontended, without reuse (not traced; "
+                "launch with trace=True to observe them)")
+
+
+def launch_facts(record: Any) -> LaunchFacts:
+    """The facts of a simulated launch; exact where `record.trace` exists, assumed otherwise.
+
+    Cached in `record.extra["model_facts"]`.
+    """
+    cached = record.extra.get("model_facts")
+    if cached is not None:
+        return cached
+    facts = _facts(record)
+    record.extra["model_facts"] = facts
+    return facts
+
+
+def _facts(record: Any) -> LaunchFacts:
+    stats = record.stats
+    gx, gy, gz = record.grid
+    bx, by, bz = record.block
+    tpb = bx * by * bz
+    lanes = min(WARP_SIZE, tpb)
+    global_requests = shared_requests = sectors = wavefronts = 0
+    read_sites = 0
+    for _site, kind, itemsize, global_execs, shared_execs in stats.sites:
+        if global_execs:
+            requests = ceil_div(global_execs, lanes)
+            global_requests += requests
+            sectors += requests * ceil_div(lanes * itemsize, SECTOR_BYTES)
+            read_sites += kind == "read"
+        if shared_execs:
+            requests = ceil_div(shared_execs, lanes)
+            shared_requests += requests
+            wavefronts += requests * ceil_div(lanes * itemsize,
+                                              SHARED_MEM_BANKS * BANK_WIDTH_BYTES)
+    facts = {
+        "blocks": gx * gy * gz, "threads_per_block": tpb,
+        "shared_bytes_per_block": stats.static_shared_bytes + stats.dynamic_shared_bytes,
+        "global_bytes": stats.global_load_bytes + stats.global_store_bytes,
+        "global_requests": global_requests, "sectors": sectors, "unique_sectors": sectors,
+        "shared_wavefronts": wavefronts, "shared_requests": shared_requests, "atomics": stats.atomics,
+        "max_same_address_atomics": min(stats.atomics, 1), "barriers": stats.barriers,
+        "loads_in_flight": max(1, min(read_sites, MAX_LOADS_IN_FLIGHT)), "observed": False}
+    trace = record.extra.get("trace")
+    if trace is not None:
+        facts.update(_observed(trace))
+    return LaunchFacts(**facts)
+
+
+def _observed(trace: Any) -> dict[str, Any]:
+    """Sectors, reuse, wavefronts and contention measured on the trace (whole launch)."""
+    # lazy: gpukit.trace imports the backends, which import this module
+    from ..trace import KINDS, SPACES, bank_conflicts, coalescing
+
+    out: dict[str, Any] = {"observed": True}
+    coal = coalescing(trace).requests
+    if len(coal["sectors"]):
+        out["global_requests"] = len(coal["sectors"])
+        out["sectors"] = int(coal["sectors"].sum())
+    banks = bank_conflicts(trace).requests
+    if len(banks["ways"]):
+        out["shared_requests"] = len(banks["ways"])
+        out["shared_wavefronts"] = int(banks["ways"].sum())
+    col = trace.columns
+    is_global = trace.space_of_events() == SPACES.index("global")
+    array = col["array"][is_global].astype(np.int64)
+    sector = col["address"][is_global] // SECTOR_BYTES
+    if len(array):
+        out["unique_sectors"] = len(np.unique((array << 40) | sector))
+    atomic = is_global & (col["kind"] == KINDS.index("atomic"))
+    if atomic.any():
+        key = (col["array"][atomic].astype(np.int64) << 40) | col["element"][atomic]
+        out["max_same_address_atomics"] = int(np.unique(key, return_counts=True)[1].max())
+    else:
+        out["max_same_address_atomics"] = 0
+    return out
