@@ -28,7 +28,7 @@ from ..occupancy import occupancy as occupancy_of
 from ..occupancy.resources import DEFAULT_REGS_PER_THREAD
 from ..utils import as_choice, as_int, as_number
 from .breakdown import Breakdown
-from .facts import launch_facts
+from .facts import LaunchFacts, launch_facts
 from .terms import kernel_terms
 
 __all__ = ["COPY_DIRECTIONS", "DEVICE_COPY_EFFICIENCY", "PAGEABLE_EFFICIENCY",
@@ -114,14 +114,22 @@ def model_launch(profile: DeviceProfile, record: Any, flops: float | None = None
     occ = record.extra.get("occupancy")
     if occ is None or getattr(occ, "device", profile.name) != profile.name:
         occ = _default_occupancy(profile, facts.threads_per_block, facts.shared_bytes_per_block)
-    breakdown = kernel_terms(profile, facts, occ.active_blocks_per_sm, flops)
-    breakdown.facts["occupancy"] = occ.occupancy
+    return _model(profile, facts, occ.active_blocks_per_sm, occ.occupancy,
+                  None if flops is None else float(flops))
+
+
+@functools.lru_cache(maxsize=1024)
+def _model(profile: DeviceProfile, facts: LaunchFacts, active_blocks_per_sm: int,
+           occupancy: float, flops: float | None) -> KernelModel:
+    """The model of given facts (cached: a loop of launches repeats the same facts; the
+    result is shared between their records, so it is not to be changed)."""
+    breakdown = kernel_terms(profile, facts, active_blocks_per_sm, flops)
+    breakdown.facts["occupancy"] = occupancy
     limit = max(t.ms for t in breakdown.terms if t.overlaps or t.role == "sum")
     added = sum(t.ms for t in breakdown.terms if t.role == "added")
     launch_ms = breakdown.ms("launch")
     return KernelModel(added + limit, launch_ms, breakdown.ms("memory"),
-                       breakdown.ms("compute"), facts.global_bytes,
-                       None if flops is None else float(flops), breakdown)
+                       breakdown.ms("compute"), facts.global_bytes, flops, breakdown)
 
 
 def modeled_copy_ms(profile: DeviceProfile, direction: str, nbytes: int, pinned: bool) -> float:
