@@ -154,6 +154,39 @@ def test_print_formats_as_numba_cuda_does(be, capsys):
     assert capsys.readouterr().out == "(0, 0, 0) 0 1.500000 True done\n"
 
 
+def math_gpu_meanings(x, n, floor, fmod, modf, rem, nxt, pw, ld, inv):
+    i = cuda.grid(1)
+    floor[i] = math.floor(x[i])  # a float on a GPU (an int on Numba's CPU target)
+    fmod[i] = math.fmod(x[i], 0.75)  # these four do not compile for Numba's CPU target
+    modf[i] = math.modf(x[i])[0]
+    rem[i] = math.remainder(x[i], 0.75)
+    nxt[i] = math.nextafter(x[i], 10.0)
+    pw[i] = math.pow(x[i], n[i])  # libdevice: 0.0 ** -1 is inf, not an error
+    ld[i] = math.ldexp(True, n[i] + 127)  # numba-cuda types ldexp(bool, int32) as float32
+    inv[i] = np.float32(1.0) / math.ldexp(True, n[i] + 127)
+
+
+def test_math_functions_have_their_numba_cuda_types_and_gpu_meanings(be):
+    """Found by the differential tester (tests/test_differential.py): the CPU target's math."""
+    x = np.array([1e20, -0.0, np.inf, 2.5, -7.25, 0.0, 0.375, -1.5])
+    n = np.array([1, 2, 3, 1, 2, -1, 3, 0], np.int32)
+    outs = run(be, math_gpu_meanings, 1, 8, x, n, *[np.full(8, 7.0) for _ in range(8)])
+    floor, fmod, modf, rem, nxt, pw, ld, inv = outs[2:]
+    np.testing.assert_array_equal(floor, np.floor(x))
+    assert math.copysign(1.0, floor[1]) == -1.0  # -0.0 stays -0.0
+    with np.errstate(invalid="ignore", divide="ignore"):
+        np.testing.assert_array_equal(fmod, np.fmod(x, 0.75))
+        np.testing.assert_array_equal(modf, np.modf(x)[0])
+        np.testing.assert_array_equal(rem, [math.remainder(v, 0.75) if math.isfinite(v)
+                                            else math.nan for v in x])
+        np.testing.assert_array_equal(nxt, np.nextafter(x, 10.0))
+        np.testing.assert_array_equal(pw, np.power(x, n.astype(np.float64)))
+    with np.errstate(over="ignore"):
+        f32 = np.ldexp(np.float32(1), n + 127)  # float32: 2**128 overflows to inf
+    np.testing.assert_array_equal(ld, f32.astype(np.float64))
+    np.testing.assert_array_equal(inv, (np.float32(1) / f32).astype(np.float64))
+
+
 # -- the language --------------------------------------------------------------------------------
 def iterate(a, b, out):
     i = cuda.grid(1)

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import KernelTypingError
-from . import access, atomics, intrinsics, lowlevel, names, runtime, sync
+from . import access, atomics, cudamath, intrinsics, lowlevel, names, runtime, sync
 from . import layout as L
 from .transform import (
     CTX,
@@ -75,6 +75,8 @@ RUNTIME: dict[str, Any] = {
 for _axis in "xyz":
     for _what in ("tid", "bid", "bdim", "gdim"):
         RUNTIME[f"{P}{_what}_{_axis}"] = getattr(intrinsics, f"{_what}_{_axis}")
+for _math, _stub in cudamath.STUBS.items():
+    RUNTIME[f"{P}math_{_math}"] = _stub
 for _op, _fn in atomics.ATOMICS.items():
     RUNTIME[f"{P}atomic_{_op}"] = _fn
 

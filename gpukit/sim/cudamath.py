@@ -1,0 +1,120 @@
+"""`math` functions in kernels, typed as numba-cuda types them.
+
+The simulator compiles kernels with Numba's CPU compiler, whose `math` differs from the CUDA
+target's: `math.floor(2.5)` is an int on the CPU and a float on a GPU, `math.ldexp(True, n)` is
+float64 on the CPU and float32 on a GPU, `math.fmod`, `math.modf`, `math.remainder` and
+`math.nextafter` do not compile for the CPU at all, and `math.pow(0.0, -1)` raises there where
+libdevice returns inf. So each `math.f(...)` numba-cuda types (its `numba.cuda.cudamath`
+templates) becomes `math_f(...)` here: the case numba-cuda's typing picks for the argument types
+decides the types the arguments are converted to and the type of the result, and the value is
+computed by a CPU function with the GPU's meaning (numpy's float functions, or the few written
+below). Results match libdevice wherever it is correctly rounded; `pow` with an integer exponent
+is computed as a float power, which may differ from libdevice's `powi` in the last bit.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+from numba import types
+from numba.core.errors import TypingError
+from numba.extending import overload, register_jitable
+
+
+@register_jitable
+def _remainder(x, y):
+    """IEEE remainder: x - n*y with n the integer nearest x/y (ties to even)."""
+    if np.isnan(x) or np.isnan(y) or np.isinf(x) or y == 0:
+        return np.nan
+    if np.isinf(y):
+        return x
+    r = np.fmod(x, y)
+    ay = abs(y)
+    half = ay / 2
+    if abs(r) > half or (abs(r) == half and np.fmod((x - r) / y, 2) != 0):
+        r -= np.copysign(ay, r)
+    return np.copysign(r, x) if r == 0 else r
+
+
+@register_jitable
+def _modf(x):
+    whole = np.trunc(x)
+    frac = np.copysign(0.0, x) if np.isinf(x) else np.copysign(x - whole, x)
+    return frac, whole
+
+
+@register_jitable
+def _pow(x, y):
+    return np.power(x, np.float64(y))  # a float power, as libdevice's pow and powi: 0 ** -1 is inf
+
+
+# The CPU functions with the GPU's meaning, where Numba's CPU `math` has another (or none).
+_SPECIAL = {"floor": np.floor, "ceil": np.ceil, "trunc": np.trunc, "fmod": np.fmod,
+            "remainder": _remainder, "modf": _modf, "nextafter": np.nextafter, "pow": _pow}
+
+
+def _templates() -> dict[str, Any]:
+    """numba-cuda's typing templates of `math` functions, by name."""
+    from numba.cuda import cudamath
+    out = {}
+    for func, typ in cudamath.registry.globals:
+        if getattr(func, "__module__", None) == "math" or getattr(math, func.__name__, None) \
+                is func:
+            out[func.__name__] = (func, typ.templates[0])
+    return out
+
+
+TEMPLATES = _templates()
+
+
+def cuda_case(name: str, args: tuple) -> Any:
+    """The signature numba-cuda's typing gives `math.<name>` for argument types `args`."""
+    from numba.core.registry import cpu_target
+    func, template = TEMPLATES[name]
+    cases = list(template.cases)
+    try:
+        return cpu_target.typing_context.resolve_overload(func, cases, args, {})
+    except TypingError:
+        return None
+
+
+def _converter(t: types.Type) -> str:
+    if isinstance(t, types.Boolean):
+        return "bool"
+    return f"np.{t}"
+
+
+def _stub(name: str):
+    """`math_<name>(a0, ...)`: an overloaded function with numba-cuda's types for math.<name>."""
+    func = _SPECIAL.get(name, getattr(math, name))
+    arity = len(TEMPLATES[name][1].cases[0].args)
+    params = ", ".join(f"a{k}" for k in range(arity))
+    namespace: dict[str, Any] = {}
+    exec(f"def math_{name}({params}):\n    pass", namespace)  # noqa: S102 - its arity
+    stub = namespace[f"math_{name}"]
+
+    def typer(*args):
+        sig = cuda_case(name, tuple(args))
+        if sig is None:
+            return None
+        call = f"f({', '.join(f'{_converter(t)}(a{k})' for k, t in enumerate(sig.args))})"
+        ret = sig.return_type
+        if isinstance(ret, types.BaseTuple):
+            body = [f"    r = {call}",
+                    "    return (" + "".join(f"{_converter(t)}(r[{k}]), "
+                                         for k, t in enumerate(ret.types)) + ")"]
+        else:
+            body = [f"    return {_converter(ret)}({call})"]
+        code: dict[str, Any] = {"np": np, "f": func}
+        exec(f"def impl({params}):\n" + "\n".join(body), code)  # noqa: S102 - conversions
+        return code["impl"]
+
+    scope: dict[str, Any] = {"typer": typer}
+    exec(f"def ol({params}):\n    return typer({params})", scope)  # noqa: S102 - its arity
+    overload(stub, jit_options={"forceinline": True})(scope["ol"])
+    return stub
+
+
+STUBS = {name: _stub(name) for name in TEMPLATES}
