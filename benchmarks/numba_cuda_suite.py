@@ -182,7 +182,7 @@ def category(reason: str) -> str:
     return "another exception (an internal crash, or an API difference)"
 
 
-def report(work: Path, mods: list[str], settings: dict) -> str:
+def report(work: Path, mods: list[str], settings: dict, note: str = "") -> str:
     import numba
 
     import gpukit
@@ -265,6 +265,7 @@ def report(work: Path, mods: list[str], settings: dict) -> str:
            f"{', '.join(sorted({u.split(' ')[0] for u in unfinished}))}" if unfinished
            else ""),
         f"- excluded by the rule: {', '.join(sorted(EXCLUDED))}",
+        *([f"- note: {note}"] if note else []),
         "",
         "## Totals",
         "",
@@ -293,9 +294,9 @@ def report(work: Path, mods: list[str], settings: dict) -> str:
          f"passes {both_ran['gk_passed_of_sim_ran']} "
          f"({pct(both_ran['gk_passed_of_sim_ran'], both_ran['sim_ran'])}), Numba's simulator "
          f"{sim_p} ({pct(sim_p, both_ran['sim_ran'])}). Numba's simulator skips "
-         f"{both_ran['sim_skipped']} tests (most are marked `skip_on_cudasim`: they read the "
-         "generated PTX or need the driver); gpukit runs them, since numba's `ENABLE_CUDASIM` "
-         f"stays 0 under it: of those it passes {both_ran['gk_passed_of_sim_skipped']} and "
+         f"{both_ran['sim_skipped']} tests (`skip_on_cudasim` and similar marks); gpukit "
+         "runs those marked `skip_on_cudasim`, since numba's `ENABLE_CUDASIM` stays 0 under "
+         f"it: of the {both_ran['sim_skipped']} it passes {both_ran['gk_passed_of_sim_skipped']} and "
          f"fails, errs or times out on {both_ran['gk_failed_of_sim_skipped']}."),
         "",
         "## gpukit's failures by kind",
@@ -326,6 +327,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) /
                         "gpukit-numba-cuda-suite")
     parser.add_argument("--out", type=Path, default=OUT)
+    parser.add_argument("--note", default="", help="a line about this run, for the report")
     parser.add_argument("--report-only", action="store_true",
                         help="rewrite the report from the outcomes already in --work")
     args = parser.parse_args(argv)
@@ -346,7 +348,7 @@ def main(argv: list[str] | None = None) -> int:
                 meta = future.result()
                 print(f"{mode:14s} {m:40s} {meta['seconds']:7.1f} s"
                       + ("  (module time limit)" if meta["timed_out"] else ""), flush=True)
-    text = report(args.work, mods, settings)
+    text = report(args.work, mods, settings, args.note)
     args.out.write_text(text)
     print(f"wrote {args.out}")
     return 0
