@@ -1,0 +1,206 @@
+"""The differential tester's judges: numba-cuda's typing, and Numba's CPU compiler as the oracle.
+
+- `cuda_typing(func, argtypes)` types a Python function exactly as numba-cuda types a kernel for
+  a GPU (its own typing pipeline, stopped after type inference: no GPU, no NVVM), written here
+  independently of gpukit's own typing check, which is under test.
+- The oracle compiles the same per-thread code with `numba.njit`. Numba's CPU typing agrees with
+  numba-cuda's for every operator and builtin the generator uses, but not for some `math`
+  functions (`floor`, `ceil`, `trunc` return floats on CUDA and ints on the CPU; `pow`, `ldexp`,
+  `frexp` and `nextafter` of small integers compute in float32 on CUDA; `fmod`, `modf` and
+  `remainder` have no CPU implementation at all). So the oracle calls every `math.f` through
+  `ORACLE_MATH["f"]`: an `@overload`-ed stand-in whose signature is numba-cuda's (its argument
+  and result types are asked of numba-cuda's typing context) and whose value is the CPU's.
+  These functions are exact in IEEE arithmetic except the transcendental ones, whose last bit is
+  the C library's on the CPU (and libdevice's on a GPU, which is out of scope here).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import ctypes.util
+import math
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import numba
+import numpy as np
+from numba.core import types
+from numba.extending import overload
+
+MATH_UNARY = ("sqrt", "exp", "log", "log2", "log10", "log1p", "expm1", "sin", "cos", "tan",
+              "asin", "acos", "atan", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh",
+              "floor", "ceil", "trunc", "fabs", "erf", "erfc", "gamma", "lgamma", "degrees",
+              "radians", "isnan", "isinf", "isfinite", "frexp", "modf")
+MATH_BINARY = ("atan2", "hypot", "copysign", "pow", "fmod", "ldexp", "remainder", "nextafter")
+
+
+# -- numba-cuda's typing ----------------------------------------------------------------------
+_PIPELINE: Any = None
+
+
+def _typing_pipeline() -> Any:
+    """numba-cuda's compiler with a pipeline that ends after nopython type inference."""
+    global _PIPELINE
+    if _PIPELINE is None:
+        from numba.cuda.compiler import CUDACompiler, CUDATranslateBytecode, DefaultPassBuilder
+        from numba.cuda.core.compiler_machinery import FunctionPass, PassManager, register_pass
+        from numba.cuda.core.typed_passes import NopythonTypeInference
+        from numba.cuda.core.untyped_passes import TranslateByteCode
+
+        @register_pass(mutates_CFG=False, analysis_only=True)
+        class DifferentialTypingDone(FunctionPass):
+            _name = "differential_typing_done"
+
+            def __init__(self) -> None:
+                FunctionPass.__init__(self)
+
+            def run_pass(self, state: Any) -> bool:
+                state.cr = (dict(state.typemap), state.return_type)
+                return False
+
+        class TypingOnly(CUDACompiler):
+            def define_pipelines(self) -> list:
+                pm = PassManager("differential-typing")
+                for impl, what in DefaultPassBuilder.define_untyped_pipeline(self.state).passes:
+                    pm.add_pass(CUDATranslateBytecode if impl is TranslateByteCode else impl, what)
+                pm.add_pass(NopythonTypeInference, "nopython frontend")
+                pm.add_pass(DifferentialTypingDone, "done")
+                pm.finalize()
+                return [pm]
+
+        _PIPELINE = TypingOnly
+    return _PIPELINE
+
+
+class _Device:
+    compute_capability = (7, 5)
+
+
+@contextlib.contextmanager
+def _any_device() -> Iterator[None]:
+    """numba-cuda types a call of a device function by compiling it for the current device; with
+    no GPU there is none, so a CC 7.5 stand-in answers (typing is the same for every CC)."""
+    from numba.cuda import dispatcher
+    real = dispatcher.get_current_device
+    try:
+        real()
+    except Exception:  # noqa: BLE001 - any failure means no current device
+        dispatcher.get_current_device = lambda: _Device
+        try:
+            yield
+        finally:
+            dispatcher.get_current_device = real
+    else:
+        yield
+
+
+class CudaTypingError(Exception):
+    """numba-cuda's typing rejected the function (its message is the exception's)."""
+
+
+def cuda_typing(func: Callable, argtypes: tuple) -> tuple[dict[str, Any], Any]:
+    """The typemap and return type numba-cuda gives `func` for `argtypes`."""
+    from numba.core.errors import NumbaError
+    from numba.cuda import utils
+    from numba.cuda.descriptor import cuda_target
+    from numba.cuda.flags import CUDAFlags
+
+    flags = CUDAFlags()
+    flags.no_compile = True
+    flags.no_cpython_wrapper = True
+    flags.no_cfunc_wrapper = True
+    flags.error_model = "numpy"  # numba-cuda's default without debug=True
+    try:
+        with utils.numba_target_override(), _any_device():
+            return _typing_pipeline()(cuda_target.typing_context, cuda_target.target_context,
+                                      None, argtypes, None, flags, {}).compile_extra(func)
+    except NumbaError as exc:
+        raise CudaTypingError(str(exc)) from None
+
+
+def cuda_signature(func: Callable, argtypes: tuple) -> Any:
+    """numba-cuda's signature of the library function `func` for `argtypes`, or None."""
+    from numba.cuda.descriptor import cuda_target
+    ctx = cuda_target.typing_context
+    ctx.refresh()
+    return ctx.resolve_function_type(ctx.resolve_value_type(func), argtypes, {})
+
+
+# -- the oracle's math functions ----------------------------------------------------------------
+_LIBM = ctypes.CDLL(ctypes.util.find_library("m"))
+
+
+def _libm(name: str, ctype: Any) -> Any:
+    fn = getattr(_LIBM, name)
+    fn.restype, fn.argtypes = ctype, [ctype, ctype]
+    return fn
+
+
+_REMAINDER = _libm("remainder", ctypes.c_double)
+_REMAINDERF = _libm("remainderf", ctypes.c_float)
+
+
+@numba.njit(error_model="numpy")
+def _modf(x: Any) -> Any:
+    whole = np.trunc(x)
+    frac = math.copysign(0.0, x) if math.isinf(x) else math.copysign(x - whole, x)
+    return frac, whole
+
+
+def _cpu_impl(name: str, params: tuple) -> Callable:
+    """How the CPU computes `math.<name>` for numba-cuda's parameter types `params`."""
+    f32 = params[0] == types.float32
+    special = {
+        "floor": lambda x: np.floor(x), "ceil": lambda x: np.ceil(x),
+        "trunc": lambda x: np.trunc(x), "fmod": lambda x, y: np.fmod(x, y), "modf": _modf,
+        "remainder": (lambda x, y: _REMAINDERF(x, y)) if f32 else (lambda x, y: _REMAINDER(x, y)),
+    }
+    if name in special:
+        return special[name]
+    if name == "pow" and isinstance(params[1], types.Integer):
+        # numba-cuda calls libdevice's powi/powif (no exceptions, inf for 0.0 ** -1); the CPU's
+        # math.pow(x, int) is numba's repeated squaring, which raises ZeroDivisionError there,
+        # so the oracle uses C's pow with the exponent converted exactly to a double
+        return lambda x, y: math.pow(x, types.float64(y))
+    fn = getattr(math, name)
+    return (lambda x: fn(x)) if len(params) == 1 else (lambda x, y: fn(x, y))
+
+
+def _stand_in(name: str) -> Callable:
+    """`math.<name>` with numba-cuda's types: arguments converted to its parameter types, the
+    value computed by the CPU, converted to its result type."""
+
+    def typer(*argtys: Any) -> Callable | None:
+        sig = cuda_signature(getattr(math, name), argtys)
+        if sig is None:
+            return None
+        impl = _cpu_impl(name, sig.args)
+        if not isinstance(impl, numba.core.dispatcher.Dispatcher):
+            impl = numba.njit(impl)
+        ret, p0 = sig.return_type, sig.args[0]
+        if isinstance(ret, types.BaseTuple):  # frexp, modf: convert each element
+            r0, r1 = ret.types
+
+            def pair(x):  # no annotations: numba compares them with the stub
+                t = impl(p0(x))
+                return r0(t[0]), r1(t[1])
+            return pair
+        if len(sig.args) == 1:
+            return lambda x: ret(impl(p0(x)))
+        p1 = sig.args[1]
+        return lambda x, y: ret(impl(p0(x), p1(y)))
+
+    if name in MATH_UNARY:
+        def stub(x: Any) -> Any:
+            raise NotImplementedError("runs only in compiled code")
+        overload(stub)(lambda x: typer(x))
+    else:
+        def stub(x: Any, y: Any) -> Any:  # type: ignore[misc]
+            raise NotImplementedError("runs only in compiled code")
+        overload(stub)(lambda x, y: typer(x, y))
+    stub.__name__ = stub.__qualname__ = f"cu_{name}"
+    return stub
+
+
+ORACLE_MATH: dict[str, Callable] = {name: _stand_in(name) for name in MATH_UNARY + MATH_BINARY}
