@@ -14,19 +14,11 @@ from __future__ import annotations
 
 import os
 
-# feature -> why it is excluded. Nothing hides a failure silently: each entry is an open engine
-# bug, reported with a minimal kernel in the project's engine bug list under "differential #n",
-# and kept as a strict xfail in test_differential.py (KNOWN_BUGS) that fails once it is fixed.
-EXCLUDED: dict[str, str] = {
-    "math.floor": "differential #1: typed int64 (numba's CPU typing) where numba-cuda gives a float",
-    "math.ceil": "differential #1 (as math.floor)",
-    "math.trunc": "differential #1 (as math.floor)",
-    "math.modf": "differential #2: an internal TypingError from the simulator's generated code",
-    "math.fmod": "differential #2 (as math.modf)",
-    "math.remainder": "differential #2 (as math.modf)",
-    "math.pow": "differential #3: 0.0 ** -1 raises ZeroDivisionError (numba's CPU int power)",
-    "math.ldexp": "differential #4: ldexp(True, n) computed in float64, numba-cuda says float32",
-}
+# feature -> why it is excluded. Nothing hides a failure silently: each entry must be an open
+# engine bug, reported with a minimal kernel, and kept as a case in test_differential.py that
+# shows it.
+EXCLUDED: dict[str, str] = {}  # none open now (the math bugs #1-#4 are fixed: see
+# test_differential.FIXED_BUGS)
 
 
 def excluded() -> set[str]:

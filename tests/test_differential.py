@@ -31,7 +31,6 @@ import diff_run
 import numba
 import numpy as np
 import pytest
-from diff_features import EXCLUDED
 from diff_gen import Program
 from diff_oracle import ORACLE_MATH, CudaTypingError
 from diff_program import Case, cases, programs
@@ -209,8 +208,8 @@ def test_the_oracle_module_is_the_kernel_body_with_cpu_spellings():
     assert "np.empty(2, np.int8)" in oracle and "cuda" not in oracle
 
 
-# -- open engine bugs the generator excludes (strict: a fix makes these fail, to be unmarked) --
-KNOWN_BUGS = {
+# -- what the tester found, fixed since: regressions ------------------------------------------
+FIXED_BUGS = {  # what the tester found (differential #1-#4), each fixed: kept as regressions
     "math.floor": fixed(["float64", "float32"], ["r0 = math.floor(x0)", "r1 = math.ceil(x1)",
                                                  "r2 = math.trunc(x0)"],
                         [("r0", "f"), ("r1", "f"), ("r2", "f")],
@@ -228,13 +227,8 @@ KNOWN_BUGS = {
 }
 
 
-@pytest.mark.parametrize("feature", list(KNOWN_BUGS))
-def test_open_engine_bug(feature: str, workdir: Path, backend: Backend):
-    if feature not in EXCLUDED:
-        pytest.fail(f"{feature} is no longer excluded: move this case out of KNOWN_BUGS")
-    case = KNOWN_BUGS[feature]
+@pytest.mark.parametrize("feature", list(FIXED_BUGS))
+def test_what_the_tester_found_stays_fixed(feature: str, workdir: Path, backend: Backend):
+    case = FIXED_BUGS[feature]
     outcome = run_case(case, workdir, backend)
-    if outcome.status == "ok":
-        pytest.fail(f"{feature} now matches Numba: remove it from diff_features.EXCLUDED and "
-                    "KNOWN_BUGS (the engine bug is fixed)")
-    pytest.xfail(f"open engine bug ({EXCLUDED[feature]}):\n{outcome.report(case, 3)}")
+    assert outcome.status == "ok", outcome.report(case, 3)
