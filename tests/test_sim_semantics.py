@@ -102,6 +102,22 @@ def test_an_eager_signature_is_honoured_clz_counts_in_its_width(be):
     assert be.to_host(out).tolist() == [43]
 
 
+def fma_of(out, a, b, c):
+    out[0] = cuda.fma(a, b, c)
+
+
+def test_an_eager_signature_converts_scalars_as_c_does(be):
+    """numba-cuda's own tests (test_intrinsics): 0xFFFFFFFF given for an int32 is -1, and a
+    float32 fma compiles (found by benchmarks/numba_cuda_suite.py)."""
+    out = be.allocate(1, np.int32)
+    be.launch_kernel(be.compile_kernel(clz_of, "void(int32, int32[:])"), 1, 1, 0xFFFFFFFF, out)
+    assert be.to_host(out).tolist() == [0]  # clz(-1): no leading zeros
+    f = be.allocate(1, np.float32)
+    be.launch_kernel(be.compile_kernel(fma_of, "void(f4[:], f4, f4, f4)"), 1, 1, f, 2.0, 3.0,
+                     4.0)
+    assert be.to_host(f).tolist() == [10.0]
+
+
 def mixed_signedness_index(a, out):
     i = cuda.grid(1)
     j = np.uint64(i)

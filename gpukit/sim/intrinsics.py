@@ -13,6 +13,7 @@ from collections import namedtuple
 import numpy as np
 from llvmlite import ir
 from numba import carray, types
+from numba.core import cgutils
 from numba.core.errors import TypingError
 from numba.extending import intrinsic, overload, register_jitable
 
@@ -150,7 +151,9 @@ def fma(typingctx, a, b, c):
         return None
 
     def codegen(context, builder, signature, args):
-        fn = builder.module.declare_intrinsic("llvm.fma", [context.get_value_type(a)])
+        ty = context.get_value_type(a)
+        fnty = ir.FunctionType(ty, [ty, ty, ty])  # spelled out: llvmlite's default is double
+        fn = cgutils.get_or_insert_function(builder.module, fnty, f"llvm.fma.f{a.bitwidth}")
         return builder.call(fn, args)
     return a(a, b, c), codegen
 

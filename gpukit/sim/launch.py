@@ -365,7 +365,10 @@ def _as_declared(kernel: SimKernel, k: int, value: Any) -> Any:
         return value
     declared = kernel.argtypes[k]
     if isinstance(declared, (numba.types.Number, numba.types.Boolean)):
-        return numba.np.numpy_support.as_dtype(declared).type(value)
+        # a C conversion, as Numba's: integers wrap (0xFFFFFFFF as int32 is -1), floats truncate
+        dtype = numba.np.numpy_support.as_dtype(declared)
+        with np.errstate(all="ignore"):
+            return np.asarray(value).astype(dtype)[()]
     return value
 
 
