@@ -22,7 +22,7 @@ from benchmarks.simulator import GpukitRun, NumbaRun, Result, Row, Target
 
 # sizes that leave a partial block (or tile) so the bounds guards matter
 TINY = {"vector_add": 1000, "matmul_naive": 20, "matmul_tiled": 20, "reduce_sum": 1000,
-        "histogram": 1000, "hypot_scale": 1000}
+        "histogram": 1000, "stencil": 1000, "hypot_scale": 1000}
 
 
 def test_every_workload_has_a_tiny_size_and_a_full_target_row():
@@ -46,7 +46,8 @@ def test_launch_stats_count_what_the_kernels_do():
 
 
 @settings(max_examples=8, deadline=None)
-@given(name=st.sampled_from(["vector_add", "reduce_sum", "matmul_tiled", "histogram"]),
+@given(name=st.sampled_from(["vector_add", "reduce_sum", "matmul_tiled", "histogram",
+                                        "stencil"]),
        size=st.integers(1, 700), seed=st.integers(0, 2**16))
 def test_kernels_match_numpy_for_any_size(name, size, seed):
     workload = kernels.WORKLOADS[name]
