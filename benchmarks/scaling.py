@@ -273,7 +273,7 @@ def run_curve(curve: Curve, modes: Sequence[Mode], settings: Settings, share_s: 
                                  f"> the {settings.cap_s:.0f} s cap")
             live = [g for g in live if not g.stopped]
             if not live:
-                stop = "every check mode reached the point cap or the host budget"
+                stop = "stopped: every check mode reached the point cap or the host budget"
                 break
             spent = time.perf_counter() - started
             estimate = sum(g.predicted_s() * 4 for g in live)
