@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -19,6 +19,9 @@ from numba import cuda, float32
 TPB = 256  # threads per block of the 1-D kernels (and the reduction's shared array)
 TILE = 16  # the tiled matmul's tile edge: 16 x 16 threads per block
 BINS = 256  # histogram bins (the input is bytes)
+LOOP_THREADS = 32  # the loop of small launches: one block of one warp, `vector_add` of 32 floats
+THIRD = float32(1.0 / 3.0)
+HALO_TILE = TPB + 2  # the stencil's shared tile: a block's elements and one neighbour each side
 
 
 # -- the kernels (the same source runs on gpukit and on Numba's simulator) ------------------------
@@ -86,6 +89,34 @@ def histogram(data, hist):
     i = cuda.grid(1)
     if i < data.shape[0]:
         cuda.atomic.add(hist, data[i], 1)
+
+
+def stencil_3pt(a, out):
+    """out[i] = mean of a[i-1], a[i], a[i+1] through a shared tile with a halo; ends copied."""
+    tile = cuda.shared.array(HALO_TILE, float32)
+    i = cuda.grid(1)
+    t = cuda.threadIdx.x + 1
+    n = a.shape[0]
+    if i < n:
+        tile[t] = a[i]
+    else:
+        tile[t] = 0.0
+    if cuda.threadIdx.x == 0:
+        if i > 0 and i <= n:
+            tile[0] = a[i - 1]
+        else:
+            tile[0] = 0.0
+    if cuda.threadIdx.x == cuda.blockDim.x - 1:
+        if i + 1 < n:
+            tile[t + 1] = a[i + 1]
+        else:
+            tile[t + 1] = 0.0
+    cuda.syncthreads()
+    if i < n:
+        if i == 0 or i == n - 1:
+            out[i] = tile[t]
+        else:
+            out[i] = (tile[t - 1] + tile[t] + tile[t + 1]) * THIRD
 
 
 def hypot_scale(x, y, scale, out):
@@ -202,6 +233,25 @@ def build_hypot_scale(n: int, seed: int = 0) -> Case:
                 outputs=(3,), expected=(_hypot_numpy(x, y, scale, None),), rtol=1e-6)
 
 
+def _stencil_numpy(a: np.ndarray, out: Any = None) -> np.ndarray:
+    result = a.copy()
+    if a.size > 2:
+        result[1:-1] = (a[:-2] + a[1:-1] + a[2:]) * np.float32(1.0 / 3.0)
+    return result
+
+
+def build_stencil(n: int, seed: int = 0) -> Case:
+    rng = np.random.default_rng(seed)
+    a = _uniform(rng, n)
+    return Case((a, _nan_like(n)), (_blocks(n, TPB),), (TPB,), fresh=(1,), outputs=(1,),
+                expected=(_stencil_numpy(a),), rtol=1e-6)
+
+
+def build_small_launch(seed: int = 0) -> Case:
+    """One launch of the loop of small launches: `vector_add` of LOOP_THREADS floats, one block."""
+    return replace(build_vector_add(LOOP_THREADS, seed), block=(LOOP_THREADS,))
+
+
 def _hypot_numpy(x: np.ndarray, y: np.ndarray, scale: Any, out: Any) -> np.ndarray:
     return np.sqrt(x * x + y * y) * scale
 
@@ -217,6 +267,8 @@ WORKLOADS: dict[str, Workload] = {w.name: w for w in (
              lambda a, total: a.sum()),
     Workload("histogram", "histogram, 256 bins, atomics", histogram, build_histogram,
              lambda data, hist: np.bincount(data, minlength=BINS)),
+    Workload("stencil", "3-point stencil, shared tile with halo", stencil_3pt, build_stencil,
+             _stencil_numpy),
     Workload("hypot_scale", "elementwise sqrt(x*x+y*y)*s", hypot_scale, build_hypot_scale,
              _hypot_numpy),
 )}

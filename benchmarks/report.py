@@ -178,6 +178,28 @@ METHOD = [
 ]
 
 
+def scaling_section(path: Path | None = None) -> list[str]:
+    """BENCHMARKS.md's pointer to SCALING.md: its date line and its findings, quoted as written
+    (no figure here comes from anywhere else); nothing when there is no SCALING.md."""
+    path = path or ROOT / "benchmarks" / "SCALING.md"
+    if not path.exists():
+        return []
+    lines = path.read_text().splitlines()
+    written = next((line for line in lines if line.startswith("Written by ")), "")
+    try:
+        start = lines.index("## Findings") + 1
+    except ValueError:
+        return []
+    stop = next((i for i, line in enumerate(lines[start:], start) if line.startswith("## ")),
+                len(lines))
+    found = [line for line in lines[start:stop] if line.startswith("- ")]
+    return ["## Scaling curves", "",
+            ("Every workload from 2^10 elements up, in four check modes, against numpy and "
+             "Numba's simulator, in one interleaved run: [SCALING.md](SCALING.md) "
+             "(`python -m benchmarks.scaling`). Its findings, quoted from it "
+             f"({written[len('Written by '):].split(';')[0].strip()}):"), "", *found, ""]
+
+
 def markdown(results: Sequence[Any], command: str, started: Any, loads: tuple[str, str],
              quick: bool, sections: Sequence[tuple[str, str, str]] = ()) -> str:
     """BENCHMARKS.md: the date, the machine, both tables, the method, extra (title, intro,
@@ -197,6 +219,7 @@ def markdown(results: Sequence[Any], command: str, started: Any, loads: tuple[st
         "## How these numbers are made", "", *METHOD, ""]
     for title, intro, table in sections:
         lines += [f"## {title}", "", intro, "", table, ""]
+    lines += scaling_section()
     profiled = [r for r in results if r.gpukit is not None and r.gpukit.profile]
     if profiled:
         lines += ["## Where gpukit's time goes (cProfile of one launch, by own time)", ""]

@@ -68,6 +68,7 @@ FULL_PLAN = (
     Row("matmul_tiled", 256, 128, (Target("seconds", 2.0),)),
     Row("reduce_sum", 65_536, 65_536, (Target("ratio", 100),)),
     Row("histogram", 1_000_000, 100_000),
+    Row("stencil", 1_000_000, 100_000),
     Row("hypot_scale", 1_000_000, 100_000, (Target("numpy", 20),)),
 )
 QUICK_PLAN = (
@@ -76,6 +77,7 @@ QUICK_PLAN = (
     Row("matmul_tiled", 32, 32),
     Row("reduce_sum", 2_048, 2_048),
     Row("histogram", 10_000, 10_000),
+    Row("stencil", 10_000, 10_000),
     Row("hypot_scale", 10_000, 10_000),
 )
 GPUKIT_REPEATS = {"full": 5, "quick": 2}

@@ -4,6 +4,7 @@ is the harness's output, never a test's condition."""
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from pathlib import Path
@@ -22,7 +23,7 @@ from benchmarks.simulator import GpukitRun, NumbaRun, Result, Row, Target
 
 # sizes that leave a partial block (or tile) so the bounds guards matter
 TINY = {"vector_add": 1000, "matmul_naive": 20, "matmul_tiled": 20, "reduce_sum": 1000,
-        "histogram": 1000, "hypot_scale": 1000}
+        "histogram": 1000, "stencil": 1000, "hypot_scale": 1000}
 
 
 def test_every_workload_has_a_tiny_size_and_a_full_target_row():
@@ -46,7 +47,8 @@ def test_launch_stats_count_what_the_kernels_do():
 
 
 @settings(max_examples=8, deadline=None)
-@given(name=st.sampled_from(["vector_add", "reduce_sum", "matmul_tiled", "histogram"]),
+@given(name=st.sampled_from(["vector_add", "reduce_sum", "matmul_tiled", "histogram",
+                                        "stencil"]),
        size=st.integers(1, 700), seed=st.integers(0, 2**16))
 def test_kernels_match_numpy_for_any_size(name, size, seed):
     workload = kernels.WORKLOADS[name]
@@ -166,3 +168,79 @@ def test_numba_simulator_runs_the_same_kernel_source_and_matches_numpy():
     assert run.ok, run.error
     assert run.size == 20 and run.measured_s > 0
     assert os.environ.get("NUMBA_ENABLE_CUDASIM") != "1"  # only the subprocess used it
+
+
+# -- scaling curves (benchmarks.scaling) -------------------------------------------------------
+def test_scaling_curves_cover_the_issue_and_start_at_2_to_the_10():
+    from benchmarks import scaling
+
+    assert [c.name for c in scaling.CURVES] == ["vector_add", "matmul_naive", "matmul_tiled",
+                                                "reduce_sum", "histogram", "stencil",
+                                                "small_launches"]
+    for curve in scaling.CURVES:
+        full = curve.sizes(quick=False)
+        assert full == sorted(full) and len(curve.sizes(quick=True)) == 2
+        first = full[0] ** 2 if curve.kind == "square" else full[0]
+        assert first == (16 if curve.kind == "loop" else 2 ** 10)
+    assert [m.key for m in scaling._modes()] == ["all", "no_races", "bounds", "off"]
+
+
+def test_scaling_quick_run_writes_tables_per_curve(tmp_path, capsys):
+    from benchmarks import scaling
+
+    out, raw = tmp_path / "SCALING.md", tmp_path / "scaling.json"
+    code = scaling.main(["--quick", "--no-numba", "--only", "vector_add,small_launches",
+                         "--cache-dir", "as-is", "--output", str(out), "--json", str(raw)])
+    assert code == 0
+    data = json.loads(raw.read_text())
+    assert [c["name"] for c in data["curves"]] == ["vector_add", "small_launches"]
+    assert data["quick"] and data["load_before"] and data["load_after"] and data["wall_s"] > 0
+    for curve in data["curves"]:
+        assert [p["size"] for p in curve["points"]] == scaling.CURVES[
+            [c.name for c in scaling.CURVES].index(curve["name"])].sizes(quick=True)
+        for point in curve["points"]:
+            assert set(point["gpukit"]) == {"all", "no_races", "bounds", "off"}
+            assert all(g["s"] > 0 for g in point["gpukit"].values())
+            assert point["numpy_s"] > 0 and point["numba"] is None
+        assert set(curve["compile"]) == set(point["gpukit"])
+    text = out.read_text()
+    for needle in ("## Machine", "- cores: ", "- load average (1/5/15 min) before: ",
+                   "## Check modes", "## Findings", "## vector add (float32) (`vector_add`)",
+                   ("| size | all s (x numpy) | no_races s (x numpy) | bounds s (x numpy) | "
+                    "off s (x numpy) | numpy s | Numba sim s | Numba sim / all | load 1 min |"),
+                   "| 2^10 | ", "| 4 launches | ", " us (", "compile_kernel + first launch",
+                   "Numba's simulator not run"):
+        assert needle in text, needle
+    assert "per launch at 8 launches: all " in text
+
+
+def test_scaling_findings_quote_the_measured_ratios():
+    from benchmarks import scaling
+
+    def point(size, all_s, off_s, numpy_s, numba_s=None):
+        return {"size": size, "label": f"2^{size.bit_length() - 1}", "load": "1.00 / 1 / 1",
+                "gpukit": {"all": {"s": all_s}, "off": {"s": off_s}}, "numpy_s": numpy_s,
+                "numba": None if numba_s is None else {"s": numba_s}}
+    data = {"curves": [{"title": "vector add", "kind": "1d", "points": [
+        point(1024, 0.002, 0.001, 0.00001, 2.0), point(2048, 0.003, 0.002, 0.0001)]}]}
+    (line,) = scaling.findings(data)
+    assert line.startswith("- vector add: with all checks, 30x numpy's time at the largest size "
+                           "run (2^11); the most, 200x, at 2^10; checks off at 2^11: 20x numpy")
+    assert "Numba's simulator 1,000x slower than all checks at 2^10" in line
+    headers, rows = scaling.curve_table(data["curves"][0], [{"key": "all"}, {"key": "off"}])
+    assert rows[0] == ["2^10", "0.002 (200x)", "0.001 (100x)", "1.00e-05", "2", "1,000x", "1.00"]
+    assert rows[1][4:6] == ["-", "-"] and len(headers) == len(rows[0])
+
+
+def test_benchmarks_md_quotes_the_scaling_findings_as_written(tmp_path):
+    scaling_md = tmp_path / "SCALING.md"
+    assert report.scaling_section(scaling_md) == []
+    scaling_md.write_text("# Scaling\n\nWritten by `python -m benchmarks.scaling` on 2026-11-24 "
+                          "03:35 UTC in 20.0 minutes; do not edit by hand, rerun it.\n\n"
+                          "## Findings\n\n- vector add: 30x numpy.\n- loop: 60 us.\n\n"
+                          "## How\n\n- not a finding\n")
+    section = report.scaling_section(scaling_md)
+    assert section[0] == "## Scaling curves"
+    assert "(`python -m benchmarks.scaling` on 2026-11-24 03:35 UTC in 20.0 minutes)" in section[2]
+    assert section[4:6] == ["- vector add: 30x numpy.", "- loop: 60 us."]
+    assert "- not a finding" not in section
