@@ -203,3 +203,17 @@ def test_the_cache_directory_can_be_switched_off(tmp_path, monkeypatch):
     assert result["hits"] == 0 and result["typed"] == 1
     monkeypatch.setenv("GPUKIT_CACHE_DIR", str(tmp_path / "elsewhere"))
     assert cache.cache_dir() == tmp_path / "elsewhere" / "kernels"
+
+
+def test_the_cache_directory_keeps_the_most_recently_used_kernels(tmp_path, monkeypatch):
+    folder = tmp_path / "kernels"
+    (folder / "__pycache__").mkdir(parents=True)
+    for age, key in enumerate(["new", "mid", "old", "busy"]):
+        for name in (f"k{key}.py", f"k{key}.typed", f"__pycache__/k{key}._g_drive-1.py311.nbi"):
+            (folder / name).write_text("")
+        os.utime(folder / f"k{key}.typed", (1e9 - age, 1e9 - age))  # "new" used last
+    monkeypatch.setattr(cache, "IN_USE", {"busy"})  # this process's kernels are never deleted
+    assert cache.prune(folder, keep=2) == 1
+    assert sorted(p.name for p in folder.glob("k*.py")) == ["kbusy.py", "kmid.py", "knew.py"]
+    assert sorted(p.name for p in (folder / "__pycache__").iterdir()) == [
+        "kbusy._g_drive-1.py311.nbi", "kmid._g_drive-1.py311.nbi", "knew._g_drive-1.py311.nbi"]

@@ -14,7 +14,8 @@ on the simulator's own code. `content_key` hashes exactly that, so
   object) is compiled in memory only.
 
 The directory is `$GPUKIT_CACHE_DIR`, else `$XDG_CACHE_HOME/gpukit` or `~/.cache/gpukit`;
-`GPUKIT_CACHE_DIR=off` (or an unwritable directory) keeps everything in memory.
+`GPUKIT_CACHE_DIR=off` (or an unwritable directory) keeps everything in memory. The directory
+keeps the `DISK_LIMIT` most recently used kernels; older ones are deleted as new ones come.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from typing import Any
 import numpy as np
 
 MEMORY_LIMIT = 256  # compiled drivers kept in this process (least recently used dropped first)
+DISK_LIMIT = 500  # kernels kept in the cache directory (about 200 KB each; least recent go)
 _MODULE_PREFIX = "_gpukit_kernel_"
 _OFF = ("off", "0", "none", "false")
 
@@ -185,18 +187,42 @@ def module_namespace(key: str | None, tag: str, namespace: dict) -> dict:
 
 def driver_code(key: str | None, source: str, label: str) -> tuple[Any, bool]:
     """The driver's `source` compiled to Python code, and whether Numba may cache what it
-    compiles from it on disk. With a key
-    and a cache directory the code comes from a file named by the key, so that Numba can cache
-    what it compiles there."""
+    compiles from it on disk. With a key and a cache directory the code comes from a file named
+    by the key, so that Numba can cache what it compiles there."""
     folder = cache_dir() if key is not None else None
     if folder is None:
         return compile(source, label, "exec"), False
     path = folder / f"k{key}.py"
     try:
+        IN_USE.add(key)
+        if not path.exists():
+            prune(folder)
         _write_once(path, source + "\n")
+        (folder / f"k{key}.typed").touch()  # its time says when it was last used (see prune)
     except OSError:
         return compile(source, label, "exec"), False
     return compile(path.read_text(), str(path), "exec"), True
+
+
+IN_USE: set[str] = set()  # keys this process compiled from the cache directory
+
+
+def prune(folder: Path, keep: int | None = None) -> int:
+    """Delete the least recently used kernels beyond the latest `keep` (DISK_LIMIT), except
+    those this process uses; returns how many went. A kernel's files: k<key>.py, k<key>.typed
+    and Numba's __pycache__/k<key>.*."""
+    keep = DISK_LIMIT if keep is None else keep
+    used = sorted(folder.glob("k*.typed"), key=lambda p: p.stat().st_mtime, reverse=True)
+    gone = 0
+    for marker in used[keep:]:
+        stem = marker.stem
+        if stem[1:] in IN_USE:  # this process compiled it: Numba may still save to it
+            continue
+        for path in [folder / f"{stem}.py", marker, *(folder / "__pycache__").glob(f"{stem}.*")]:
+            with contextlib.suppress(OSError):
+                path.unlink()
+        gone += 1
+    return gone
 
 
 def typechecked(key: str | None, signature: str) -> bool:
