@@ -24,7 +24,11 @@ class LaunchRecord:
     stream). `wall_ms`, `stats` (a `LaunchStats`: bytes moved, atomics, barriers, shared memory),
     `checks` and `schedule` are the simulator's, None or empty on a GPU. `timings` maps a timing
     kind ("wall", "cuda-events", ...) to milliseconds. `extra` holds what callers declared
-    (`flops`, `op`) and what was computed on demand (`occupancy`, `trace`).
+    (`flops`, `op`) and what was computed on demand (`occupancy`, `trace`). `modeled` is the
+    simulator's modeled GPU time (a `gpukit.timing.KernelModel`: `.ms`, `.bound`, `.breakdown`),
+    None on a GPU: computed at launch with the occupancy calculator's default registers;
+    `gpukit.timing.model_launch(profile, record)` redoes it (with ptxas occupancy once
+    `record.occupancy` has been asked for). `model_facts` are what the model read of the launch.
     """
 
     kernel: str
@@ -42,6 +46,9 @@ class LaunchRecord:
     # () -> (Occupancy or None, source): how this launch's theoretical occupancy is worked out
     occupancy_of: Callable[[], tuple[Any, str | None]] | None = field(
         default=None, repr=False, compare=False)
+    # the simulator's modeled GPU time (a gpukit.timing.KernelModel), and the facts it read
+    modeled: Any = field(default=None, repr=False, compare=False)
+    model_facts: Any = field(default=None, repr=False, compare=False)
 
     @property
     def threads(self) -> int:
@@ -69,14 +76,6 @@ class LaunchRecord:
         """"ptxas", "numba", "defaults: <why>", or None where occupancy is unknown."""
         self.occupancy  # noqa: B018 - computes and caches both
         return self.extra["occupancy_source"]
-
-    @property
-    def modeled(self) -> Any:
-        """The simulator's modeled GPU time of this launch (a `gpukit.timing.KernelModel`:
-        `.ms`, `.bound`, `.breakdown`), or None on a GPU. Computed at launch with the occupancy
-        calculator's default registers; `gpukit.timing.model_launch(profile, record)` redoes it
-        (with ptxas occupancy once `record.occupancy` has been asked for)."""
-        return self.extra.get("modeled")
 
     @property
     def trace(self) -> Any:

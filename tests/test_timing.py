@@ -132,7 +132,7 @@ def test_declared_flops_feed_the_compute_term(be):
     t = time_kernel(vadd, 4, 256, *args, backend=be, repeat=1, flops=8.1e9)
     assert t.modeled.details["flops"] == 8.1e9 and t.modeled.details["bound"] == "compute"
     # 4 blocks keep 4 of the T4's 40 SMs busy: a tenth of its peak, so 10 ms, not 1
-    model = be.launches[-1].extra["model_facts"] and model_launch(T4, be.launches[-1])
+    model = be.launches[-1].model_facts and model_launch(T4, be.launches[-1])
     assert model.compute_ms == pytest.approx(10.0)
     assert t.modeled.median_ms == pytest.approx(model.ms)
     assert 10.0 + T4.launch_overhead_us * 1e-3 <= model.ms < 10.01  # plus the hidden rest

@@ -95,7 +95,7 @@ def launch(backend: Any, kernel: CPUKernel, grid: Any, block: Any, args: tuple,
             events, slots, sites = result.trace
             record.extra["trace"] = recorder.collect(kernel.name, grid3, block3, events, slots,
                                                      sites)
-        record.extra["modeled"] = model = model_launch(backend.profile, record)
+        record.modeled = model = model_launch(backend.profile, record)
         timeline.kernel(record.kernel, record.stream, model.ms)
     return record
 

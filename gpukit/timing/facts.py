@@ -65,13 +65,13 @@ class LaunchFacts:
 def launch_facts(record: Any) -> LaunchFacts:
     """The facts of a simulated launch; exact where `record.trace` exists, assumed otherwise.
 
-    Cached in `record.extra["model_facts"]`.
+    Cached in `record.model_facts`.
     """
-    cached = record.extra.get("model_facts")
+    cached = getattr(record, "model_facts", None)
     if cached is not None:
         return cached
     facts = _facts(record)
-    record.extra["model_facts"] = facts
+    record.model_facts = facts
     return facts
 
 
