@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 from numba import cuda
 
+from benchmarks.model_vs_gpu import copy_strided, count_into, transpose_padded, transpose_tile
 from gpukit.backends.cpu import CPUBackend
 from gpukit.devices import get_profile
 from gpukit.timing import model_launch
@@ -17,43 +18,6 @@ T4 = get_profile("T4")
 def _model(be, kernel, grid, block, *args, trace=1 << 21, **options):
     record = be.launch_kernel(kernel, grid, block, *args, trace=trace, **options)
     return model_launch(be.profile, record)
-
-
-@cuda.jit
-def copy_strided(a, out, stride):
-    i = cuda.grid(1)
-    if i < out.size:
-        out[i] = a[i * stride]
-
-
-@cuda.jit
-def transpose_naive_tile(a, out):
-    tile = cuda.shared.array((32, 32), np.float32)
-    x = cuda.blockIdx.x * 32 + cuda.threadIdx.x
-    y = cuda.blockIdx.y * 32 + cuda.threadIdx.y
-    tile[cuda.threadIdx.y, cuda.threadIdx.x] = a[y, x]
-    cuda.syncthreads()
-    x = cuda.blockIdx.y * 32 + cuda.threadIdx.x
-    y = cuda.blockIdx.x * 32 + cuda.threadIdx.y
-    out[y, x] = tile[cuda.threadIdx.x, cuda.threadIdx.y]
-
-
-@cuda.jit
-def transpose_padded_tile(a, out):
-    tile = cuda.shared.array((32, 33), np.float32)
-    x = cuda.blockIdx.x * 32 + cuda.threadIdx.x
-    y = cuda.blockIdx.y * 32 + cuda.threadIdx.y
-    tile[cuda.threadIdx.y, cuda.threadIdx.x] = a[y, x]
-    cuda.syncthreads()
-    x = cuda.blockIdx.y * 32 + cuda.threadIdx.x
-    y = cuda.blockIdx.x * 32 + cuda.threadIdx.y
-    out[y, x] = tile[cuda.threadIdx.x, cuda.threadIdx.y]
-
-
-@cuda.jit
-def count_into(bins, nbins):
-    i = cuda.grid(1)
-    cuda.atomic.add(bins, i % nbins, 1)
 
 
 @cuda.jit
@@ -146,8 +110,8 @@ def test_padding_the_transpose_tile_removes_bank_conflicts():
         be = CPUBackend(device=device)
         m = 512
         a, out = be.to_device(np.ones((m, m), np.float32)), be.allocate((m, m), np.float32)
-        unpadded = _model(be, transpose_naive_tile, (m // 32, m // 32), (32, 32), a, out)
-        padded = _model(be, transpose_padded_tile, (m // 32, m // 32), (32, 32), a, out)
+        unpadded = _model(be, transpose_tile, (m // 32, m // 32), (32, 32), a, out)
+        padded = _model(be, transpose_padded, (m // 32, m // 32), (32, 32), a, out)
         assert unpadded.breakdown.facts["observed"]
         assert low < kernel_ms(unpadded) / kernel_ms(padded) < 2.5, device
         assert unpadded.ms > padded.ms
