@@ -80,6 +80,17 @@ def machine() -> dict[str, str]:
     }
 
 
+def only_names(parser: Any, text: str, known: Sequence[str], what: str) -> list[str]:
+    """The comma-separated names of an `--only` option, each one of `known` (else the parser
+    stops, naming the unknown ones and the `what`s there are)."""
+    wanted = [n.strip() for n in text.split(",") if n.strip()]
+    unknown = [n for n in wanted if n not in known]
+    if unknown:
+        parser.error(f"unknown {what}(s) {', '.join(unknown)}; the {what}s are: "
+                     f"{', '.join(known)}")
+    return wanted
+
+
 def seconds(value: float | None) -> str:
     if value is None:
         return "-"

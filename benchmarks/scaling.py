@@ -509,12 +509,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--json", type=Path, default=None, help="also write the raw results")
     opts = parser.parse_args(argv)
     if opts.only:
-        wanted = [n.strip() for n in opts.only.split(",") if n.strip()]
-        unknown = [n for n in wanted if n not in names]
-        if unknown:
-            parser.error(f"unknown curve(s) {', '.join(unknown)}; the curves are: "
-                         f"{', '.join(names)}")
-        opts.only = wanted
+        opts.only = report.only_names(parser, opts.only, names, "curve")
     return opts
 
 

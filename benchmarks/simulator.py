@@ -318,12 +318,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--output", type=Path, default=OUTPUT, help="where to write the table")
     opts = parser.parse_args(argv)
     if opts.only:
-        names = [n.strip() for n in opts.only.split(",") if n.strip()]
-        unknown = [n for n in names if n not in WORKLOADS]
-        if unknown:
-            parser.error(f"unknown workload(s) {', '.join(unknown)}; "
-                         f"the workloads are: {', '.join(WORKLOADS)}")
-        opts.only = names
+        opts.only = report.only_names(parser, opts.only, list(WORKLOADS), "workload")
     return opts
 
 

@@ -37,9 +37,9 @@ class CPUKernel:
                 f"launch a kernel as kernel[grid, block](...) or kernel[grid, block, stream, "
                 f"dynamic_shared_bytes](...), got kernel[{config!r}]")
         grid, block, *rest = config
-        stream = rest[0] if rest else 0
-        dynamic = rest[1] if len(rest) > 1 else 0
-        return _Launcher(self, grid, block, stream, dynamic)
+        # only what was given: a launch without options takes the backend's defaults as they are
+        options = dict(zip(("stream", "dynamic_shared_bytes"), rest))
+        return _Launcher(self, grid, block, options)
 
     def __call__(self, *args: Any) -> None:
         raise LaunchConfigError(
@@ -69,14 +69,9 @@ class CPUKernel:
 
 
 class _Launcher:
-    def __init__(self, kernel: CPUKernel, grid: Any, block: Any, stream: Any, dynamic: Any):
-        self.kernel, self.grid, self.block = kernel, grid, block
-        self.stream, self.dynamic = stream, dynamic
+    def __init__(self, kernel: CPUKernel, grid: Any, block: Any, options: dict[str, Any]):
+        self.kernel, self.grid, self.block, self.options = kernel, grid, block, options
 
     def __call__(self, *args: Any) -> None:
-        options = {}  # only what was given: a launch without options takes a faster path
-        if not (self.stream is None or (type(self.stream) is int and self.stream == 0)):
-            options["stream"] = self.stream
-        if not (type(self.dynamic) is int and self.dynamic == 0):
-            options["dynamic_shared_bytes"] = self.dynamic
-        self.kernel.backend.launch_kernel(self.kernel, self.grid, self.block, *args, **options)
+        self.kernel.backend.launch_kernel(self.kernel, self.grid, self.block, *args,
+                                          **self.options)

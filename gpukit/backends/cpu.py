@@ -94,8 +94,10 @@ class CPUBackend(Backend):
             checks=checks, schedule=schedule, seed=seed, watchdog_s=watchdog_s,
             host_memory_budget_bytes=host_memory_budget_bytes, num_threads=num_threads,
             use_numba=use_numba)
-        # the options of a launch that gives none (launch_kernel's common case)
+        # the options of a launch that gives none (launch_kernel's common case), and the
+        # device's limits: both fixed for the backend's life
         self.default_launch = launch_options({}, self.options)
+        self._capabilities = Capabilities.from_profile(self.profile, FEATURES)
         budget = self.options.host_memory_budget_bytes or _default_host_budget()
         # the modeled schedule copies and kernels are placed on (gpukit.sim.streams.Timeline)
         self.modeled_timeline = Timeline(self.profile)
@@ -148,8 +150,6 @@ class CPUBackend(Backend):
         return True
 
     def capabilities(self) -> Capabilities:
-        if "_capabilities" not in self.__dict__:  # the profile never changes: work it out once
-            self._capabilities = Capabilities.from_profile(self.profile, FEATURES)
         return self._capabilities
 
     # -- memory ----------------------------------------------------------------------------

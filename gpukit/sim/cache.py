@@ -201,7 +201,7 @@ def driver_code(key: str | None, source: str, label: str) -> tuple[Any, bool]:
         (folder / f"k{key}.typed").touch()  # its time says when it was last used (see prune)
     except OSError:
         return compile(source, label, "exec"), False
-    return compile(path.read_text(), str(path), "exec"), True
+    return compile(source + "\n", str(path), "exec"), True  # the file's text
 
 
 IN_USE: set[str] = set()  # keys this process compiled from the cache directory

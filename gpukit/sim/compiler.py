@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import functools
 import itertools
 import types as pytypes
 from typing import Any
@@ -75,10 +76,19 @@ RUNTIME: dict[str, Any] = {
 for _axis in "xyz":
     for _what in ("tid", "bid", "bdim", "gdim"):
         RUNTIME[f"{P}{_what}_{_axis}"] = getattr(intrinsics, f"{_what}_{_axis}")
-for _math, _stub in cudamath.STUBS.items():
-    RUNTIME[f"{P}math_{_math}"] = _stub
 for _op, _fn in atomics.ATOMICS.items():
     RUNTIME[f"{P}atomic_{_op}"] = _fn
+
+
+@functools.cache
+def _with_math() -> dict[str, Any]:
+    return {**RUNTIME, **{f"{P}math_{name}": stub for name, stub in cudamath.stubs().items()}}
+
+
+def runtime() -> dict[str, Any]:
+    """What rewritten kernels call: RUNTIME and the `math` functions with numba-cuda's types
+    (gpukit.sim.cudamath, made on first use). A fresh dict each time."""
+    return dict(_with_math())
 
 
 class KernelBuilder:

@@ -14,6 +14,7 @@ is computed as a float power, which may differ from libdevice's `powi` in the la
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any
 
@@ -55,8 +56,10 @@ _SPECIAL = {"floor": np.floor, "ceil": np.ceil, "trunc": np.trunc, "fmod": np.fm
             "remainder": _remainder, "modf": _modf, "nextafter": np.nextafter, "pow": _pow}
 
 
-def _templates() -> dict[str, Any]:
-    """numba-cuda's typing templates of `math` functions, by name."""
+@functools.cache
+def templates() -> dict[str, Any]:
+    """numba-cuda's typing templates of `math` functions, by name (read on first use: it
+    imports numba-cuda)."""
     from numba.cuda import cudamath
     out = {}
     for func, typ in cudamath.registry.globals:
@@ -66,13 +69,10 @@ def _templates() -> dict[str, Any]:
     return out
 
 
-TEMPLATES = _templates()
-
-
 def cuda_case(name: str, args: tuple) -> Any:
     """The signature numba-cuda's typing gives `math.<name>` for argument types `args`."""
     from numba.core.registry import cpu_target
-    func, template = TEMPLATES[name]
+    func, template = templates()[name]
     cases = list(template.cases)
     try:
         return cpu_target.typing_context.resolve_overload(func, cases, args, {})
@@ -89,7 +89,7 @@ def _converter(t: types.Type) -> str:
 def _stub(name: str):
     """`math_<name>(a0, ...)`: an overloaded function with numba-cuda's types for math.<name>."""
     func = _SPECIAL.get(name, getattr(math, name))
-    arity = len(TEMPLATES[name][1].cases[0].args)
+    arity = len(templates()[name][1].cases[0].args)
     params = ", ".join(f"a{k}" for k in range(arity))
     namespace: dict[str, Any] = {}
     exec(f"def math_{name}({params}):\n    pass", namespace)  # noqa: S102 - its arity
@@ -117,4 +117,7 @@ def _stub(name: str):
     return stub
 
 
-STUBS = {name: _stub(name) for name in TEMPLATES}
+@functools.cache
+def stubs() -> dict[str, Any]:
+    """`math_<name>` for every math function numba-cuda types, by name (made on first use)."""
+    return {name: _stub(name) for name in templates()}

@@ -16,7 +16,7 @@ import numba
 
 from ..errors import UnsupportedKernelError
 from . import cache, names
-from .compiler import _JIT, MAX_RECURSIVE_FRAME, RUNTIME, KernelBuilder, driver_source
+from .compiler import _JIT, MAX_RECURSIVE_FRAME, RUNTIME, KernelBuilder, driver_source, runtime
 from .transform import Unit
 
 
@@ -119,7 +119,7 @@ def _compile(kernel: SimKernel) -> Any:
     compiled: dict[str, Any] = {}
     functions = []
     for k, unit in enumerate(kernel.units):
-        namespace = cache.module_namespace(kernel.key, f"u{k}", dict(RUNTIME))
+        namespace = cache.module_namespace(kernel.key, f"u{k}", runtime())
         for key, value in unit.namespace.items():
             namespace[key] = value
         namespace.setdefault("math", math)

@@ -257,12 +257,14 @@ def _run(kernel: SimKernel, memory: DeviceMemory, workspace: Workspace, args: tu
 
 def _run_generators(driver: Any, c: np.ndarray, values: list, workspace: Workspace) -> None:
     """Run a kernel with sync points: its threads' generators live in a workspace buffer."""
-    c[L.GENBUF], c[L.GENBUF_BYTES] = workspace.address("generators", 0), \
-        workspace.get("generators", 0).nbytes
+    def buffer(nbytes: int) -> None:
+        c[L.GENBUF] = workspace.address("generators", nbytes)
+        c[L.GENBUF_BYTES] = workspace.get("generators", nbytes).nbytes
+
+    buffer(0)
     needed = driver(c, *values)
     if needed:
-        c[L.GENBUF], c[L.GENBUF_BYTES] = workspace.address("generators", int(needed)), \
-            workspace.get("generators", int(needed)).nbytes
+        buffer(int(needed))
         driver(c, *values)
 
 

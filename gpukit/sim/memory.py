@@ -98,10 +98,10 @@ class Allocation:
             self.init_mask_address = self._init_mask.ctypes.data
         return self._init_mask
 
-    def race_records(self, with_readers: bool, label: str = "an array"
-                     ) -> tuple[np.ndarray, np.ndarray | None]:
-        """The writer (and, when asked, reader) records of the race check: 8 bytes per element
-        each, kept for the allocation's life and invalidated by stamps, not by zeroing."""
+    def race_records(self, with_readers: bool, label: str = "an array") -> None:
+        """Make the writer (and, when asked, reader) records of the race check (at
+        `writers_address`, `readers_address`): 8 bytes per element each, kept for the
+        allocation's life and invalidated by stamps, not by zeroing."""
         what = f"the race check's records of {label} (or pass checks={{'races': False}})"
         if self._writers is None:
             self.memory.host_budget.take(self.count * 8, what)
@@ -111,7 +111,6 @@ class Allocation:
             self.memory.host_budget.take(self.count * 8, what)
             self._readers = np.zeros(self.count, np.uint64)
             self.readers_address = self._readers.ctypes.data
-        return self._writers, self._readers
 
     def drop_race_records(self) -> None:
         """Give the race records' host memory back (a launch that made them failed)."""

@@ -98,8 +98,8 @@ def _build() -> dict[int, Intrinsic]:
     add(cuda.local.array, Intrinsic("local", "local.array"))
     add(cuda.const, Intrinsic("namespace", "const"))
     add(cuda.const.array_like, Intrinsic("const", "const.array_like"))
-    from .cudamath import TEMPLATES  # math functions, typed as numba-cuda types them
-    for name, (func, _) in TEMPLATES.items():
+    from .cudamath import templates  # math functions, typed as numba-cuda types them
+    for name, (func, _) in templates().items():
         add(func, Intrinsic("pure", f"math.{name}", f"math_{name}"))
     return table
 
