@@ -10,6 +10,7 @@ from numba import cuda
 from benchmarks.model_vs_gpu import copy_strided, count_into, transpose_padded, transpose_tile
 from gpukit.backends.cpu import CPUBackend
 from gpukit.devices import get_profile
+from gpukit.errors import InvalidArgumentError
 from gpukit.timing import model_launch
 
 T4 = get_profile("T4")
@@ -181,6 +182,96 @@ def test_every_simulated_launch_carries_its_model_and_time_kernel_can_trace(be):
     observed = t.modeled.details["breakdown"]
     assert observed.facts["observed"] and observed.facts["sectors_per_request"] == 18.0
     assert t.modeled.median_ms > record.modeled.ms
+    t = time_kernel(copy_strided, n // 256, 256, a, out, 32, backend=be, repeat=1, trace=False)
+    assert not t.modeled.details["breakdown"].facts["observed"]
+    with pytest.raises(InvalidArgumentError,
+                       match=r"^trace must be 'sample', True or False, got 'all'$"):
+        time_kernel(copy_strided, n // 256, 256, a, out, 32, backend=be, trace="all")
+
+
+# -- a sample of blocks (time_kernel's default trace) -----------------------------------------
+@cuda.jit
+def column_sum(m, out, count):
+    """Thread x of each block walks a column of its block's rows: a bank conflict per step."""
+    tile = cuda.shared.array((32, 33), np.float32)
+    x, b = cuda.threadIdx.x, cuda.blockIdx.x
+    for r in range(32):
+        tile[x, r] = m[b * 32 + r, x]
+    cuda.syncthreads()
+    acc = 0.0
+    for r in range(32):
+        acc += tile[r, x]
+    out[b * 32 + x] = acc
+    cuda.atomic.add(count, 0, 1)
+
+
+def test_a_sample_of_blocks_sees_what_the_whole_trace_sees(be):
+    from gpukit.timing.facts import launch_facts
+    from gpukit.trace import Recorder
+
+    blocks = 64
+    m = be.to_device(np.arange(blocks * 32 * 32, dtype=np.float32).reshape(-1, 32))
+    out = be.to_device(np.zeros(blocks * 32, np.float32))
+    count = be.to_device(np.zeros(1, np.int32))
+    full = launch_facts(be.launch_kernel(column_sum, blocks, 32, m, out, count, trace=True))
+    record = be.launch_kernel(column_sum, blocks, 32, m, out, count,
+                              trace=Recorder(sample_blocks=4))
+    trace = record.trace
+    # every 17th block (an odd stride, so power-of-two layouts do not alias): 0, 17, 34, 51
+    blocks_seen = np.unique(trace.columns["thread"] // 32)
+    assert blocks_seen.tolist() == [0, 17, 34, 51]
+    assert trace.traced_blocks == 4 and trace.sampled and trace.complete
+    sample = launch_facts(record)
+    for name in ("global_requests", "sectors", "shared_requests", "shared_wavefronts",
+                 "max_same_address_atomics", "atomics"):
+        assert getattr(sample, name) == getattr(full, name), name
+    assert full.source == "observed in the launch's trace"
+    assert sample.source == ("observed in a sample of 4 of 64 blocks and scaled to the whole "
+                             "launch")
+    # each block reads its own rows: the sample extrapolates no reuse between blocks, as it is
+    assert sample.unique_sectors == full.unique_sectors
+
+
+def test_a_full_sample_stops_recording_not_the_launch(be):
+    from gpukit.trace import Recorder
+
+    blocks = 8
+    m = be.to_device(np.ones((blocks * 32, 32), np.float32))
+    out = be.to_device(np.zeros(blocks * 32, np.float32))
+    count = be.to_device(np.zeros(1, np.int32))
+    record = be.launch_kernel(column_sum, blocks, 32, m, out, count,
+                              trace=Recorder(100, sample_blocks=2))
+    assert len(record.trace) == 100 and not record.trace.complete and record.trace.sampled
+    expected = np.full(blocks * 32, 32.0, np.float32)
+    np.testing.assert_array_equal(be.to_host(out), expected)  # the launch ran to the end
+    assert record.modeled.breakdown.facts["observed"]
+
+
+@pytest.mark.parametrize(("value", "error", "message"), [
+    (0, "InvalidOptionError", "sample_blocks must be a positive int, got 0"),
+    (2.0, "OptionTypeError", "sample_blocks must be a positive int, got float 2.0"),
+    (True, "OptionTypeError", "sample_blocks must be a positive int, got bool True"),
+])
+def test_sample_blocks_is_a_positive_int(value, error, message):
+    import gpukit.errors
+    from gpukit.trace import Recorder
+
+    with pytest.raises(getattr(gpukit.errors, error), match=f"^{message}$"):
+        Recorder(sample_blocks=value)
+
+
+def test_time_kernel_observes_coalescing_by_default(be):
+    from gpukit.timing import time_kernel
+
+    n = 1 << 16
+    a, out = be.to_device(np.ones(n * 32, np.float32)), be.allocate(n, np.float32)
+    times = {}
+    for stride in (1, 32):
+        t = time_kernel(copy_strided, n // 256, 256, a, out, stride, backend=be, repeat=1)
+        facts = t.modeled.details["breakdown"].facts
+        assert facts["observed"]
+        times[stride] = t.modeled.median_ms - t.modeled.details["launch_ms"]
+    assert times[32] > 2 * times[1]
 
 
 def test_model_vs_gpu_says_why_it_cannot_run_without_a_gpu(capsys):

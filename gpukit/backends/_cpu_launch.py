@@ -75,7 +75,8 @@ def launch(backend: Any, kernel: CPUKernel, grid: Any, block: Any, args: tuple,
                          grid=grid3, block=block3, dynamic_shared_bytes=shared,
                          checks=opts.checks, schedule=opts.schedule, seed=opts.seed,
                          watchdog_s=opts.watchdog_s,
-                         trace_capacity=recorder.capacity if recorder is not None else 0)
+                         trace_capacity=recorder.capacity if recorder is not None else 0,
+                         trace_sample=recorder.sample if recorder is not None else 0)
             for name, host, device in copies:
                 backend.to_host(device, out=host, implicit=True)
         except TraceCapacityError:
@@ -93,8 +94,9 @@ def launch(backend: Any, kernel: CPUKernel, grid: Any, block: Any, args: tuple,
             record.extra["flops"] = opts.flops
         if result.trace is not None:
             events, slots, sites = result.trace
-            record.extra["trace"] = recorder.collect(kernel.name, grid3, block3, events, slots,
-                                                     sites)
+            record.extra["trace"] = recorder.collect(
+                kernel.name, grid3, block3, events, slots, sites,
+                traced_blocks=result.traced_blocks, complete=result.trace_complete)
         record.modeled = model = model_launch(backend.profile, record)
         timeline.kernel(record.kernel, record.stream, model.ms)
     return record

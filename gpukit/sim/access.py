@@ -167,7 +167,7 @@ TRACE_FLAG = 1 << 8  # in D_FLAGS, beside the check flags
 def desc(c, k):
     """The descriptor of slot `k` (see D_*)."""
     s = L.HEADER + k * L.SLOT_FIELDS
-    flags = c[L.CHECKS] | (TRACE_FLAG if c[L.TRACE_ON] else 0)
+    flags = c[L.CHECKS] | (TRACE_FLAG if c[L.TRACE_CAP] else 0)
     return (c[s + L.S_BASE], c[s + L.S_SHIFT], c[s + L.S_INIT_KIND], c[s + L.S_INIT],
             c[s + L.S_WREC], c[s + L.S_RREC], c[s + L.S_SPACE], c[s + L.S_WRITABLE], flags,
             np.int64(k))
@@ -260,8 +260,13 @@ def _write_record(c, site, wrec, e, lo, kind):
 
 @register_jitable
 def _trace(c, site, slot, e, kind):
+    if c[L.TRACE_ON] == 0:  # a block outside the sample
+        return
     n = c[L.TRACE_N]
     if n >= c[L.TRACE_CAP]:
+        if c[L.TRACE_QUIET]:
+            c[L.TRACE_FULL] = 1
+            return
         fail(c, L.E_TRACE_FULL, site, n, 0, 0, 0, 0)
     row = c[L.TRACE_COLS] + n * (L.TRACE_FIELDS * 8)
     seq_at = c[L.TRACE_SEQ] + (c[L.LT] * c[L.NSITES] + site) * 8  # [thread][site] counters

@@ -57,6 +57,8 @@ class LaunchResult:
     wall_ms: float
     trace: Any = None  # (columns, slot descriptions, sites) when a trace was asked for
     output: str = ""
+    traced_blocks: int = 0  # blocks the trace recorded (all of them unless sampled)
+    trace_complete: bool = True  # False: a sampled trace filled up before its blocks ended
 
 
 @dataclass(frozen=True)
@@ -148,8 +150,12 @@ def _shift(itemsize: int) -> int:
 def run(kernel: SimKernel, memory: DeviceMemory, workspace: Workspace, args: tuple, *,
         grid: tuple[int, int, int], block: tuple[int, int, int], dynamic_shared_bytes: int,
         checks: dict[str, bool], schedule: str, seed: int | None, watchdog_s: float | None,
-        trace_capacity: int = 0) -> LaunchResult:
-    """Run `kernel` over grid x block threads with `args` (device arrays and scalars)."""
+        trace_capacity: int = 0, trace_sample: int = 0) -> LaunchResult:
+    """Run `kernel` over grid x block threads with `args` (device arrays and scalars).
+
+    trace_capacity: record up to this many accesses (0: no trace); more stop the launch with
+    TraceCapacityError, unless `trace_sample` (k > 0) asks for a sample: then only about k blocks
+    evenly spread over the grid are recorded, and a full trace just stops recording."""
     tpb = block[0] * block[1] * block[2]
     nblocks = grid[0] * grid[1] * grid[2]
     nslots = len(kernel.slots)
@@ -164,8 +170,8 @@ def run(kernel: SimKernel, memory: DeviceMemory, workspace: Workspace, args: tup
     memory.host_budget.take(trace_bytes, f"a trace of up to {trace_capacity:,} accesses")
     try:
         return _run(kernel, memory, workspace, args, grid, block, dynamic_shared_bytes, checks,
-                    schedule, seed, watchdog_s, trace_capacity, c, keep, infos, nslots, nsites,
-                    header, tpb, nblocks)
+                    schedule, seed, watchdog_s, trace_capacity, trace_sample, c, keep, infos,
+                    nslots, nsites, header, tpb, nblocks)
     except BaseException:  # race records this launch made go with it; older ones stay
         for alloc in fresh:
             if not alloc.freed:
@@ -178,8 +184,8 @@ def run(kernel: SimKernel, memory: DeviceMemory, workspace: Workspace, args: tup
 def _run(kernel: SimKernel, memory: DeviceMemory, workspace: Workspace, args: tuple,
          grid: tuple[int, int, int], block: tuple[int, int, int], dynamic_shared_bytes: int,
          checks: dict[str, bool], schedule: str, seed: int | None, watchdog_s: float | None,
-         trace_capacity: int, c: np.ndarray, keep: list, infos: list, nslots: int, nsites: int,
-         header: int, tpb: int, nblocks: int) -> LaunchResult:
+         trace_capacity: int, trace_sample: int, c: np.ndarray, keep: list, infos: list,
+         nslots: int, nsites: int, header: int, tpb: int, nblocks: int) -> LaunchResult:
     values = _bind(kernel, memory, args, checks, c, keep, infos)
     flags = sum(bit for name, bit in L.CHECK_NAMES.items() if checks.get(name, True))
     c[L.CHECKS] = flags
@@ -217,6 +223,10 @@ def _run(kernel: SimKernel, memory: DeviceMemory, workspace: Workspace, args: tu
         c[L.TRACE_COLS], c[L.TRACE_CAP], c[L.TRACE_SEQ] = columns.ctypes.data, trace_capacity, \
             seq.ctypes.data
         c[L.TRACE_ON] = 1
+        if trace_sample > 0:
+            c[L.TRACE_QUIET] = 1
+            if trace_sample < nblocks:  # an odd stride: no aliasing with power-of-two layouts
+                c[L.TRACE_EVERY] = -(-nblocks // trace_sample) | 1
     driver = _compiled_driver(kernel, values)
     start = time.perf_counter()
     error = None
@@ -252,6 +262,9 @@ def _run(kernel: SimKernel, memory: DeviceMemory, workspace: Workspace, args: tu
         n = int(c[L.TRACE_N])
         trace = (columns[:n * L.TRACE_FIELDS].reshape(n, L.TRACE_FIELDS).copy(), infos,
                  kernel.sites)
+        every = int(c[L.TRACE_EVERY]) or 1
+        return LaunchResult(stats, wall_ms, trace, output, traced_blocks=-(-nblocks // every),
+                            trace_complete=not c[L.TRACE_FULL])
     return LaunchResult(stats, wall_ms, trace, output)
 
 

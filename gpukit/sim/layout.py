@@ -64,6 +64,9 @@ TRACE_N = 46  # events recorded so far
 TRACE_CAP = 47  # capacity of the trace columns
 TRACE_COLS = 48  # address of the trace columns (int64, TRACE_FIELDS per event)
 TRACE_SEQ = 49  # address of the per-(thread, site) execution counters of the running block
+TRACE_EVERY = 90  # 0: every block is recorded; k: only blocks whose linear index is a multiple of k
+TRACE_QUIET = 91  # 1: a full trace stops recording (a sample) instead of stopping the launch
+TRACE_FULL = 92  # set to 1 when a quiet trace filled up
 
 # -- sync points (kernels with barriers or warp intrinsics) -----------------------------------
 XCH = 50  # address of the exchange area: per thread, operands in and results out

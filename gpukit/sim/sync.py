@@ -40,6 +40,8 @@ def begin_block(c, run):
     c[L.BX] = blin % gx
     c[L.BY] = (blin // gx) % gy
     c[L.BZ] = blin // (gx * gy)
+    if c[L.TRACE_EVERY] != 0:
+        c[L.TRACE_ON] = 1 if blin % c[L.TRACE_EVERY] == 0 else 0
     settle(c)  # the previous block's deferred error, if any
     c[L.STAMP] += 1
     c[L.BLOCK_STAMP] = c[L.STAMP]

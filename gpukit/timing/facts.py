@@ -46,6 +46,7 @@ class LaunchFacts:
     barriers: int                     # block barriers passed, summed over blocks
     loads_in_flight: int              # independent global loads per warp (memory parallelism)
     observed: bool                    # True: sectors, wavefronts and contention from a trace
+    traced_blocks: int = 0            # blocks that trace recorded (fewer than `blocks`: a sample)
 
     @property
     def warps_per_block(self) -> int:
@@ -57,9 +58,14 @@ class LaunchFacts:
 
     @property
     def source(self) -> str:
-        return ("observed in the launch's trace" if self.observed else
-                "assumed coalesced, conflict-free, uncontended, without reuse (not traced; "
-                "launch with trace=True to observe them)")
+        if not self.observed:
+            return ("assumed coalesced, conflict-free, uncontended, without reuse (not traced; "
+                    "launch with trace=True, or time it with gpukit.timing.time_kernel, to "
+                    "observe them)")
+        if self.traced_blocks < self.blocks:
+            return (f"observed in a sample of {self.traced_blocks:,} of {self.blocks:,} blocks "
+                    "and scaled to the whole launch")
+        return "observed in the launch's trace"
 
 
 def launch_facts(record: Any) -> LaunchFacts:
@@ -104,34 +110,74 @@ def _facts(record: Any) -> LaunchFacts:
         "loads_in_flight": max(1, min(read_sites, MAX_LOADS_IN_FLIGHT)), "observed": False}
     trace = record.extra.get("trace")
     if trace is not None:
-        facts.update(_observed(trace))
+        facts.update(_observed(trace, stats))
     return LaunchFacts(**facts)
 
 
-def _observed(trace: Any) -> dict[str, Any]:
-    """Sectors, reuse, wavefronts and contention measured on the trace (whole launch)."""
+def _observed(trace: Any, stats: Any) -> dict[str, Any]:
+    """Sectors, reuse, wavefronts and contention measured on the trace.
+
+    A whole-launch trace gives them exactly. A sample (some blocks, see
+    `gpukit.trace.Recorder(sample_blocks=...)`) gives them per access: each is scaled by the
+    launch's counted accesses over the sample's; `unique_sectors` is extrapolated from how many
+    new sectors each sampled block adds to the others' (see `_unique_in_launch`).
+    """
     # lazy: gpukit.trace imports the backends, which import this module
     from ..trace import KINDS, SPACES, bank_conflicts, coalescing
 
-    out: dict[str, Any] = {"observed": True}
+    out: dict[str, Any] = {"observed": True, "traced_blocks": trace.traced_blocks}
+    col = trace.columns
+    space = trace.space_of_events()
+    is_global = space == SPACES.index("global")
+    atomic = is_global & (col["kind"] == KINDS.index("atomic"))
+    scale_global = scale_shared = scale_atomic = 1.0
+    if trace.sampled:
+        counted_global = sum(site[3] for site in stats.sites)
+        counted_shared = sum(site[4] for site in stats.sites)
+        traced_shared = int((space == SPACES.index("shared")).sum())
+        traced_global = int(is_global.sum() + (space == SPACES.index("const")).sum())
+        scale_global = counted_global / max(traced_global, 1)
+        scale_shared = counted_shared / max(traced_shared, 1)
+        scale_atomic = stats.atomics / max(int(atomic.sum()), 1)
     coal = coalescing(trace).requests
     if len(coal["sectors"]):
-        out["global_requests"] = len(coal["sectors"])
-        out["sectors"] = int(coal["sectors"].sum())
+        out["global_requests"] = round(len(coal["sectors"]) * scale_global)
+        out["sectors"] = round(int(coal["sectors"].sum()) * scale_global)
     banks = bank_conflicts(trace).requests
     if len(banks["ways"]):
-        out["shared_requests"] = len(banks["ways"])
-        out["shared_wavefronts"] = int(banks["ways"].sum())
-    col = trace.columns
-    is_global = trace.space_of_events() == SPACES.index("global")
+        out["shared_requests"] = round(len(banks["ways"]) * scale_shared)
+        out["shared_wavefronts"] = round(int(banks["ways"].sum()) * scale_shared)
     array = col["array"][is_global].astype(np.int64)
     sector = col["address"][is_global] // SECTOR_BYTES
     if len(array):
-        out["unique_sectors"] = len(np.unique((array << 40) | sector))
-    atomic = is_global & (col["kind"] == KINDS.index("atomic"))
+        key = (array << 40) | sector
+        unique = len(np.unique(key))
+        if trace.sampled:
+            unique = _unique_in_launch(trace, key, col["thread"][is_global], unique,
+                                       scale_global)
+        out["unique_sectors"] = min(unique, out.get("sectors", unique))
     if atomic.any():
         key = (col["array"][atomic].astype(np.int64) << 40) | col["element"][atomic]
-        out["max_same_address_atomics"] = int(np.unique(key, return_counts=True)[1].max())
+        most = int(np.unique(key, return_counts=True)[1].max())
+        out["max_same_address_atomics"] = min(round(most * scale_atomic), stats.atomics)
     else:
         out["max_same_address_atomics"] = 0
     return out
+
+
+def _unique_in_launch(trace: Any, key: np.ndarray, thread: np.ndarray, unique: int,
+                      scale: float) -> int:
+    """Distinct global sectors of the whole launch, estimated from a sample of its blocks.
+
+    With k >= 2 whole blocks sampled: each block beyond the first adds, on average, the sectors
+    the sample's union has beyond one block, over k - 1 (blocks that read the same rows add none,
+    blocks with disjoint data add a block's worth); the other blocks are assumed to add as many.
+    Otherwise (one block, or a sample that filled up): the sample's count scaled by accesses.
+    """
+    k = trace.traced_blocks
+    if k < 2 or not trace.complete:
+        return round(unique * scale)
+    block = thread // trace.threads_per_block
+    per_block = np.mean([len(np.unique(key[block == b])) for b in np.unique(block)])
+    added = (unique - per_block) / (k - 1)
+    return round(unique + added * (trace.blocks - k))

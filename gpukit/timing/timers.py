@@ -13,8 +13,8 @@ most updates of one address, barriers), its occupancy and the device profile, it
 L2 traffic, the latency resident warps can hide (Little's law, wave by wave, so a grid's tail
 and low occupancy cost time), shared-memory bank conflicts, atomic contention, declared flops and
 launch overhead; `details["breakdown"]` shows every term and which limit binds. Coalescing, bank
-conflicts and contention are observed on traced launches (`trace=True`) and assumed ideal
-otherwise. Copies take PCIe latency + size / effective link bandwidth (pinned faster than
+conflicts and contention are observed on traced launches (`trace=True`, or the sample of blocks
+`time_kernel` traces by default) and assumed ideal otherwise. Copies take PCIe latency + size / effective link bandwidth (pinned faster than
 pageable; `gpukit.timing.model.modeled_copy_ms`), and streams overlap on a modeled timeline.
 It is a model for teaching which limit binds and why, with approximate constants (see
 benchmarks/MODEL.md); it does not predict a measurement to the percent.
@@ -31,6 +31,7 @@ from ..backends import current_backend
 from ..backends.base import Backend
 from ..errors import ArgumentTypeError, InvalidArgumentError
 from ..launches import LaunchRecord
+from ..trace.recorder import Recorder
 from ..utils import as_int, as_number
 from .model import KernelModel, model_launch
 
@@ -114,6 +115,8 @@ def _backend_of(kernel: Any, backend: Any) -> Backend:
 
 
 MAX_REPEAT = 10_000  # timed launches in one call; more would only take long
+SAMPLE_BLOCKS = 4  # time_kernel's default trace on the simulator: this many blocks of each launch
+SAMPLE_EVENTS = 250_000  # and at most this many of their accesses (about 11 MB)
 
 
 def _check_counts(repeat: Any, warmup: Any) -> tuple[int, int]:
@@ -129,14 +132,17 @@ def _model_details(profile: Any, model: KernelModel) -> dict[str, Any]:
 def time_kernel(kernel: Any, grid: Any, block: Any, *args: Any, repeat: int | None = None,
                 warmup: int = 1, backend: Any = None, stream: Any = None,
                 flops: float | None = None, dynamic_shared_bytes: int = 0,
-                trace: bool = False) -> Timing:
+                trace: bool | str = "sample") -> Timing:
     """Launch `kernel[grid, block](*args)` `warmup` + `repeat` times and time the last `repeat`.
 
     CUDA: one CUDA-event sample per launch, the events recorded right around the enqueue
     (gpukit's checks and the kernel's compilation stay outside; kind "cuda-events"). The
     simulator: the wall time of each simulated launch (kind "wall") and, as `.modeled`, the
-    modeled GPU time of each (kind "modeled"; `flops` feeds its compute term; `trace=True`
-    traces the timed launches so that coalescing and bank conflicts are observed, not assumed).
+    modeled GPU time of each (kind "modeled"; `flops` feeds its compute term). So that the model
+    sees the kernel's coalescing, bank conflicts and atomic contention instead of assuming them
+    ideal, each timed launch records a sample of its accesses (`trace="sample"`, the default:
+    SAMPLE_BLOCKS blocks spread over the grid, scaled to the launch); `trace=True` records every
+    access (exact, slower), `trace=False` none (the model then assumes them ideal).
     Other backends:
     their events (`backend.record_event`). `first_launch_ms` is the first warm-up launch, which
     includes compiling the kernel. `repeat` defaults to 20 on a GPU and 3 on simulators.
@@ -173,8 +179,12 @@ def time_kernel(kernel: Any, grid: Any, block: Any, *args: Any, repeat: int | No
         kind, samples, note = be.time_launches(compiled, grid, block, *args, repeat=repeat,
                                                **options)
         return Timing(tuple(samples), kind, be.name, name, first_ms, None, note)
-    if trace:
+    if trace == "sample":
+        options["trace"] = Recorder(SAMPLE_EVENTS, sample_blocks=SAMPLE_BLOCKS)
+    elif trace is True:
         options["trace"] = True
+    elif trace is not False:
+        raise InvalidArgumentError(f"trace must be 'sample', True or False, got {trace!r}")
     samples, models = [], []
     for _ in range(repeat):
         t0 = time.perf_counter()

@@ -114,16 +114,16 @@ class Recorder:
     """Collects one launch's accesses; pass as `launch_kernel(..., trace=recorder)`.
 
     `max_events` bounds the number of thread accesses recorded (about 45 bytes each).
+    `sample_blocks` (an int) records a sample instead of the whole launch: about that many blocks
+    spread evenly over the grid (every k-th block), and a sample that reaches `max_events` stops
+    recording instead of stopping the launch. `gpukit.timing.time_kernel` samples this way so the
+    timing model sees the kernel's coalescing, bank conflicts and contention at little cost.
     """
 
-    def __init__(self, max_events: int = DEFAULT_MAX_EVENTS):
-        if isinstance(max_events, (bool, np.bool_)) or not isinstance(max_events,
-                                                                      (int, np.integer)):
-            raise OptionTypeError(f"max_events must be a positive int, got "
-                                  f"{type(max_events).__name__} {max_events!r}")
-        if max_events < 1:
-            raise InvalidOptionError(f"max_events must be a positive int, got {max_events!r}")
-        self.max_events = int(max_events)
+    def __init__(self, max_events: int = DEFAULT_MAX_EVENTS, sample_blocks: int | None = None):
+        self.max_events = _positive_int("max_events", max_events)
+        self.sample_blocks = (None if sample_blocks is None
+                              else _positive_int("sample_blocks", sample_blocks))
         self._trace: Trace | None = None
 
     @classmethod
@@ -148,6 +148,11 @@ class Recorder:
     def capacity(self) -> int:
         return self.max_events
 
+    @property
+    def sample(self) -> int:
+        """Blocks to sample, 0 for the whole launch (the simulator's `trace_sample`)."""
+        return self.sample_blocks or 0
+
     def too_large(self, name: str, grid: tuple, block: tuple) -> TraceTooLargeError:
         """The error for a launch that made more accesses than `max_events`."""
         threads = int(np.prod(grid)) * int(np.prod(block))
@@ -163,9 +168,11 @@ class Recorder:
 
     # -- after the launch --------------------------------------------------------------------
     def collect(self, name: str, grid: tuple[int, int, int], block: tuple[int, int, int],
-                events: np.ndarray, slots: list, sites: Any) -> Trace:
+                events: np.ndarray, slots: list, sites: Any, traced_blocks: int | None = None,
+                complete: bool = True) -> Trace:
         """Build the `Trace` from the simulator's event rows (thread, site, slot, element in
-        the slot, kind, phase, execution number) and its slot descriptions."""
+        the slot, kind, phase, execution number) and its slot descriptions; `traced_blocks` and
+        `complete` say how much of the launch a sampled trace holds."""
         events = np.asarray(events, np.int64).reshape(-1, 7)
         thread, site, slot, elem, kind, phase, seq = (events[:, k] for k in range(7))
         tpb = int(np.prod(block))
@@ -215,7 +222,8 @@ class Recorder:
             "call": np.asarray(call, np.int64).reshape(-1),
         }
         site_map = {int(s): sites[int(s)] for s in np.unique(site)}
-        self._trace = Trace(name, tuple(grid), tuple(block), tuple(arrays), site_map, columns)
+        self._trace = Trace(name, tuple(grid), tuple(block), tuple(arrays), site_map, columns,
+                            traced_blocks=traced_blocks, complete=complete)
         return self._trace
 
     def finish(self, launch_record: Any = None) -> Trace:
@@ -224,6 +232,15 @@ class Recorder:
             raise TraceError("this recorder has recorded no launch; pass it as "
                              "launch_kernel(..., trace=recorder) and call finish() after")
         return self._trace
+
+
+def _positive_int(name: str, value: Any) -> int:
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise OptionTypeError(f"{name} must be a positive int, got {type(value).__name__} "
+                              f"{value!r}")
+    if value < 1:
+        raise InvalidOptionError(f"{name} must be a positive int, got {value!r}")
+    return int(value)
 
 
 def _local_groups(info: Any, sel: np.ndarray, byte: np.ndarray, lt: np.ndarray) -> list:
@@ -267,7 +284,8 @@ class Trace:
 
     def __init__(self, kernel: str, grid: tuple[int, int, int], block: tuple[int, int, int],
                  arrays: tuple[ArrayInfo, ...], sites: dict[int, Any],
-                 columns: dict[str, np.ndarray]):
+                 columns: dict[str, np.ndarray], traced_blocks: int | None = None,
+                 complete: bool = True):
         self.kernel = kernel
         self.grid = grid
         self.block = block
@@ -277,6 +295,14 @@ class Trace:
         self.threads_per_block = block[0] * block[1] * block[2]
         self.blocks = grid[0] * grid[1] * grid[2]
         self.threads = self.threads_per_block * self.blocks
+        # a sample (Recorder(sample_blocks=...)) holds some blocks, maybe not all their accesses
+        self.traced_blocks = self.blocks if traced_blocks is None else traced_blocks
+        self.complete = complete
+
+    @property
+    def sampled(self) -> bool:
+        """True when the trace holds only part of the launch."""
+        return self.traced_blocks < self.blocks or not self.complete
 
     def __len__(self) -> int:
         return len(self.columns["thread"])
