@@ -432,3 +432,129 @@ def test_code_that_relies_on_numba_wrapping_a_negative_index_runs_without_that_c
     assert out.tolist() == (a - np.roll(a, 1)).tolist()
     with pytest.raises(OutOfBoundsError, match=r"at -1, outside 0\.\.4; a computed index"):
         run(be, backward_difference, 1, 5, a, np.zeros(5))
+
+
+# -- functions and constants passed to device functions (numba-cuda's test_atomics does) ---------
+@cuda.jit(device=True)
+def apply_op(op, ary, i, v):
+    return op(ary, i, v)
+
+
+@cuda.jit(device=True)
+def apply_twice(op, then, ary, i, v):
+    then(op, ary, i, v)
+    return apply_op(op, ary, i, v)
+
+
+@cuda.jit(device=True)
+def as_int(x):
+    return int(x)
+
+
+@cuda.jit(device=True)
+def apply_then_sync(op, ary, i, v):
+    op(ary, i, v)
+    cuda.syncthreads()
+    return ary[i]
+
+
+def ops_as_arguments(counts, old, hi, lo, synced):
+    i = cuda.threadIdx.x
+    old[i] = apply_op(cuda.atomic.add, counts, i % 4, 1)
+    apply_twice(cuda.atomic.max, apply_op, hi, 0, i)
+    apply_op(cuda.atomic.min, lo, as_int(0.0), i)
+    synced[i] = apply_then_sync(cuda.atomic.add, counts, 4, 1)
+
+
+def test_intrinsics_and_device_functions_pass_as_arguments(be):
+    n = 32
+    counts, old, hi, lo, synced = run(
+        be, ops_as_arguments, 1, n, np.zeros(5, np.int64), np.zeros(n, np.int64),
+        np.zeros(1, np.int64), np.full(1, 99, np.int64), np.zeros(n, np.int64))
+    np.testing.assert_array_equal(counts, [8, 8, 8, 8, n])
+    np.testing.assert_array_equal(np.sort(old), np.repeat(np.arange(8), 4))
+    assert hi[0] == n - 1 and lo[0] == 0
+    np.testing.assert_array_equal(synced, np.full(n, n))  # every add done before the barrier
+
+
+@cuda.jit(device=True)
+def block_sum(values, n, dtype):
+    """A shared array whose size and type come from the caller, as constants."""
+    tile = cuda.shared.array(n, dtype)
+    t = cuda.threadIdx.x
+    if t < n:
+        tile[t] = values[t]
+    cuda.syncthreads()
+    total = tile[0]
+    for k in range(1, n):
+        total += tile[k]
+    cuda.syncthreads()
+    return total
+
+
+def two_shared_sizes(a, b, out):
+    t = cuda.threadIdx.x
+    s32 = block_sum(a, 32, numba.float32)
+    s16 = block_sum(b, 16, numba.int32)
+    out[t] = s32 + s16
+
+
+def test_constants_passed_for_a_shared_array_shape_and_dtype(be):
+    a = np.arange(32, dtype=np.float32)
+    b = np.arange(32, dtype=np.int32)
+    record_out = np.zeros(32, np.float64)
+    *_, out = run(be, two_shared_sizes, 1, 32, a, b, record_out)
+    np.testing.assert_array_equal(out, np.full(32, a.sum() + b[:16].sum()))
+
+
+# -- warp-synchronous reads and writes ordered by syncwarp ----------------------------------------
+def shift_add(a, out):
+    """out[t] = a[t] + a[t - 1] in place in shared memory, ordered by syncwarp only."""
+    cache = cuda.shared.array(32, numba.float32)
+    t = cuda.threadIdx.x
+    cache[t] = a[t]
+    cuda.syncwarp()
+    left = 0.0
+    if t >= 1:
+        left = cache[t - 1]
+    cuda.syncwarp()
+    cache[t] += left
+    cuda.syncwarp()
+    out[t] = cache[t]
+
+
+def shift_add_unordered(a, out):
+    cache = cuda.shared.array(32, numba.float32)
+    t = cuda.threadIdx.x
+    cache[t] = a[t]
+    cuda.syncwarp()
+    left = 0.0
+    if t >= 1:
+        left = cache[t - 1]
+    cache[t] += left  # another lane may still be about to read cache[t]
+    cuda.syncwarp()
+    out[t] = cache[t]
+
+
+@pytest.mark.parametrize("n", [8, 32])
+def test_a_read_then_write_ordered_by_syncwarp_is_no_race(be, n):
+    a = np.arange(n, dtype=np.float32)
+    _, out = run(be, shift_add, 1, n, a, np.zeros(n, np.float32))
+    np.testing.assert_array_equal(out, a + np.concatenate([[0], a[:-1]]))
+    with pytest.raises(RaceConditionError, match=r"^data race on cache\[\d+\]"):
+        run(be, shift_add_unordered, 1, n, a, np.zeros(n, np.float32))
+
+
+# -- branches on frozen constants are pruned, as Numba prunes them ---------------------------------
+def make_maybe_synced(flag):
+    def maybe_synced(out):
+        if flag:
+            cuda.syncthreads()
+        out[cuda.threadIdx.x] = 1.0
+    return maybe_synced
+
+
+@pytest.mark.parametrize("flag", [True, False])
+def test_a_barrier_under_a_constant_condition(be, flag):
+    (out,) = run(be, make_maybe_synced(flag), 1, 4, np.zeros(4, np.float32))
+    np.testing.assert_array_equal(out, np.ones(4, np.float32))

@@ -504,3 +504,28 @@ def test_block_diagram_displays_as_png_without_pyplot(be):
     a, b, out = be.to_device(f32(32)), be.to_device(f32(32)), be.allocate(32, np.float32)
     record = be.launch_kernel(vadd, 1, 32, a, b, out, trace=True)
     assert gt.plot_block(record.trace)._repr_png_().startswith(b"\x89PNG")
+
+
+@cuda.jit
+def _reads_one_past(a, out):
+    i = cuda.threadIdx.x
+    out[i] = a[i + 1]
+
+
+def test_a_failing_traced_launch_keeps_what_it_recorded_before_the_error():
+    from gpukit.errors import OutOfBoundsError
+
+    be = CPUBackend()
+    a, out = be.to_device(np.arange(8, dtype=np.float32)), be.allocate(8, np.float32)
+    with pytest.raises(OutOfBoundsError) as info:
+        be.launch_kernel(_reads_one_past, 1, 8, a, out, trace=True)
+    trace = info.value.trace
+    assert isinstance(trace, gt.Trace)
+    kinds = trace.columns["kind"]
+    elements = trace.columns["element"]
+    # threads 0-6 read a[i + 1] and wrote out[i]; thread 7's read of a[8] is the error
+    assert sorted(elements[kinds == gt.KINDS.index("read")].tolist()) == list(range(1, 8))
+    assert sorted(elements[kinds == gt.KINDS.index("write")].tolist()) == list(range(7))
+    with pytest.raises(OutOfBoundsError) as info:
+        be.launch_kernel(_reads_one_past, 1, 8, a, out)
+    assert getattr(info.value, "trace", None) is None

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from ..devices import STATIC_SHARED_MEM_PER_BLOCK as STATIC_SHARED_LIMIT_BYTES
-from ..errors import ArgumentTypeError, LaunchConfigError
+from ..errors import ArgumentTypeError, KernelError, LaunchConfigError
 from ..launches import LaunchRecord
 from ..occupancy.resources import theoretical_occupancy
 from ..sim.launch import run
@@ -81,6 +81,11 @@ def launch(backend: Any, kernel: CPUKernel, grid: Any, block: Any, args: tuple,
                 backend.to_host(device, out=host, implicit=True)
         except TraceCapacityError:
             raise recorder.too_large(kernel.name, grid3, block3) from None
+        except KernelError as exc:  # a traced launch's error carries what it recorded before
+            partial = getattr(exc, "partial_trace", None)
+            if partial is not None and recorder is not None:
+                exc.trace = recorder.collect(kernel.name, grid3, block3, *partial)
+            raise
         finally:
             for _, _, device in copies:
                 backend.free(device)

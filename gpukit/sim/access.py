@@ -216,7 +216,12 @@ def _record_read(c, site, rrec, e, lo):
         store_u64(rp, _make(c, site, 0))
     elif rs >= bs:
         if (r & _LT_MASK) != c[L.LT] and not (r & _MULTI):
-            store_u64(rp, np.uint64(r | _MULTI))
+            if c[L.XCH] != 0 and warp_ordered(c, rs, r & _LT_MASK):
+                # the earlier reader is ordered before this one by a syncwarp they both took
+                # part in: a later write unordered with it is unordered with this read too
+                store_u64(rp, _make(c, site, 0))
+            else:
+                store_u64(rp, np.uint64(r | _MULTI))
     elif not (r & _MULTI_BLOCK):
         store_u64(rp, np.uint64(r | _MULTI_BLOCK))
 

@@ -34,7 +34,9 @@ from .transform import (
     _call,
     _const,
     _name,
+    bind_parameters,
     replace_flush,
+    unbound_args,
 )
 
 _JIT = {"error_model": "numpy", "nogil": True, "_nrt": False}
@@ -150,17 +152,20 @@ class KernelBuilder:
         unit.namespace = rw.namespace
         unit.frame_bytes = rw.frame_bytes
         unit.calls = rw.calls
-        self._units[func] = unit
+        self._units[(func, ())] = unit
         return unit
 
-    def unit(self, func: pytypes.FunctionType) -> Unit:
-        """The unit of a device function without sync points (rewritten on first use)."""
-        unit = self._units.get(func)
+    def unit(self, func: pytypes.FunctionType, bound: dict | None = None) -> Unit:
+        """The unit of a device function without sync points (rewritten on first use), one per
+        set of parameters its callers bind (`transform.bind_parameters`)."""
+        bound = bound or {}
+        key = (func, tuple((name, type(s.obj), _hashable(s.obj)) for name, s in bound.items()))
+        unit = self._units.get(key)
         if unit is not None:
             return unit
         unit = Unit(func, f"{P}fn{next(self._ids)}_{func.__name__}", False)
-        self._units[func] = unit
-        rw = UnitRewriter(self.build, func, is_kernel=False)
+        self._units[key] = unit
+        rw = UnitRewriter(self.build, func, is_kernel=False, bound=bound)
         rw.builder = self
         rw.frame_var = P + "fp"
         rw.frame_expr = lambda: _name(P + "fp")
@@ -185,18 +190,21 @@ class KernelBuilder:
         if call.keywords:
             raise caller._unsupported(call, "keyword arguments to a device function")
         prefix = f"{P}i{next(self._inlines)}_"
+        bound = bind_parameters(func, caller.function_args(call.args))
         rw = UnitRewriter(self.build, func, is_kernel=False, prefix=prefix,
-                          generator=caller.generator)
+                          generator=caller.generator, bound=bound)
         rw.builder = self
         rw.frame_expr = caller.frame_expr
         rw.frame_owner = caller
-        if len(call.args) != len(rw.params):
+        args = unbound_args(func, call.args, bound)
+        if len(call.args) != len(rw.params) + len(rw.bound):
             raise caller._unsupported(call, f"calling {func.__name__} with {len(call.args)} "
-                                            f"arguments instead of {len(rw.params)}")
+                                            f"arguments instead of "
+                                            f"{len(rw.params) + len(rw.bound)}")
         done, result = prefix + "done", prefix + "rv"
         rw.inline_exit = (done, result)
         pre: list[ast.stmt] = []
-        for name, arg in zip(rw.params, call.args):
+        for name, arg in zip(rw.params, args):
             pre.append(_assign(rw.local(name), caller.used(arg, L.UNDEF_CALL, call)))
         pre.append(_assign(done, _const(False)))
         pre += [_assign(rw.dname(n), _const(True)) for n in rw.tracked]
@@ -211,6 +219,14 @@ class KernelBuilder:
     # -- compiling ---------------------------------------------------------------------------
     def units(self) -> list[Unit]:
         return list(self._units.values())
+
+
+def _hashable(obj: Any) -> Any:
+    try:
+        hash(obj)
+    except TypeError:
+        return id(obj)
+    return obj
 
 
 def _local_names(tree: ast.FunctionDef) -> set[str]:

@@ -250,18 +250,20 @@ def _run(kernel: SimKernel, memory: DeviceMemory, workspace: Workspace, args: tu
     if output:
         sys.stdout.write(output)
         sys.stdout.flush()
-    if error is not None:
-        ctx = ErrorContext(kernel, c, infos, grid, block, watchdog_s)
-        if error == "trap":
-            raise kernel_error(ctx)
-        raise KernelError(f"{type(error).__name__}: {error}", kernel=kernel.name) from error
-    _settle_init_masks(args)
-    stats = _stats(kernel, c, dynamic_shared_bytes, infos)
     trace = None
     if columns is not None:
         n = int(c[L.TRACE_N])
         trace = (columns[:n * L.TRACE_FIELDS].reshape(n, L.TRACE_FIELDS).copy(), infos,
                  kernel.sites)
+    if error is not None:
+        ctx = ErrorContext(kernel, c, infos, grid, block, watchdog_s)
+        exc = kernel_error(ctx) if error == "trap" else \
+            KernelError(f"{type(error).__name__}: {error}", kernel=kernel.name)
+        exc.partial_trace = trace  # the accesses recorded before the error (backend: exc.trace)
+        raise exc from (None if error == "trap" else error)
+    _settle_init_masks(args)
+    stats = _stats(kernel, c, dynamic_shared_bytes, infos)
+    if trace is not None:
         every = int(c[L.TRACE_EVERY]) or 1
         return LaunchResult(stats, wall_ms, trace, output, traced_blocks=-(-nblocks // every),
                             trace_complete=not c[L.TRACE_FULL])

@@ -130,6 +130,44 @@ class _Static:
         self.path = path
 
 
+def bind_parameters(func: pytypes.FunctionType, statics: list[_Static | None] | None
+                    ) -> dict[str, _Static]:
+    """The parameters of device function `func` that a call binds at compile time, as Numba
+    specialises on them: those given a function (an intrinsic such as cuda.atomic.add, or a
+    device function) and those given a constant that the callee uses to declare an array (a
+    shape or dtype of cuda.shared.array / cuda.local.array, which must be constants)."""
+    if not statics or all(s is None for s in statics):
+        return {}
+    params = func.__code__.co_varnames[:func.__code__.co_argcount]
+    declaring = _array_declaration_names(read_function(func).tree)
+    bound = {}
+    for name, static in zip(params, statics):
+        if static is None:
+            continue
+        spec = names.intrinsic(static.obj)
+        if (spec is not None and spec.category not in ("coord", "value")
+                or names.device_function(static.obj) is not None or name in declaring):
+            bound[name] = static
+    return bound
+
+
+def unbound_args(func: pytypes.FunctionType, args: list[ast.expr], bound: dict) -> list[ast.expr]:
+    """The arguments of a call to `func` left to pass at run time (see `bind_parameters`)."""
+    params = func.__code__.co_varnames[:func.__code__.co_argcount]
+    return [a for name, a in zip(params, args) if name not in bound]
+
+
+def _array_declaration_names(tree: ast.AST) -> set[str]:
+    """Names used in the arguments of `<...>.array(...)` calls (shared, local, const arrays)."""
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                and node.func.attr == "array":
+            for arg in [*node.args, *(k.value for k in node.keywords)]:
+                found |= {n.id for n in ast.walk(arg) if isinstance(n, ast.Name)}
+    return found
+
+
 def _has_sync_call(node: ast.AST, resolve) -> bool:
     for sub in ast.walk(node):
         if isinstance(sub, ast.Call):
@@ -146,7 +184,8 @@ class UnitRewriter:
 
     def __init__(self, build: Build, func: pytypes.FunctionType, *, is_kernel: bool,
                  param_slots: dict[str, int] | None = None, prefix: str = "",
-                 generator: bool = False, frame: str | None = None):
+                 generator: bool = False, frame: str | None = None,
+                 bound: dict[str, _Static] | None = None):
         self.build = build
         self.func = func
         self.src: FunctionSource = read_function(func)
@@ -161,8 +200,16 @@ class UnitRewriter:
         args = self.fn.args
         if args.vararg or args.kwarg or args.kwonlyargs or args.posonlyargs:
             raise self._unsupported(self.fn, "*args, **kwargs and keyword-only parameters")
-        self.params = [a.arg for a in args.args]
-        self.locals = set(self.params) | _assigned_names(self.fn)
+        # parameters bound at compile time to a function (an intrinsic such as cuda.atomic.add,
+        # or a device function) the caller passed: Numba specialises on them, and so do we
+        self.bound = bound or {}
+        assigned = _assigned_names(self.fn)
+        for name in self.bound:
+            if name in assigned:
+                raise self._unsupported(self.fn, f"assigning to parameter '{name}', which "
+                                                 "holds a function")
+        self.params = [a.arg for a in args.args if a.arg not in self.bound]
+        self.locals = set(self.params) | assigned
         assigned_once = _assigned_once(self.fn)
         self.hints: dict[str, int] = {}
         self.counters: list[tuple[int, int, str]] = []  # (site, space, variable)
@@ -184,6 +231,8 @@ class UnitRewriter:
     def resolve(self, node: ast.expr) -> _Static | None:
         """Statically evaluate a name or attribute chain rooted at a non-local name."""
         if isinstance(node, ast.Name):
+            if node.id in self.bound:
+                return self.bound[node.id]
             if node.id in self.locals:
                 return None
             if node.id not in self._resolved:
@@ -205,6 +254,24 @@ class UnitRewriter:
                 return None
             return _Static(obj, f"{base.path}.{node.attr}")
         return None
+
+    def function_args(self, args: list[ast.expr]) -> list[_Static | None]:
+        """Per argument of a device function call, what it is at compile time where it may
+        specialise the callee (see `bind_parameters`): a function (an intrinsic that is not a
+        value, or a device function) or a constant (a number, a tuple of them, a dtype)."""
+        out: list[_Static | None] = []
+        for arg in args:
+            static = None
+            if isinstance(arg, ast.Constant):
+                static = _Static(arg.value, repr(arg.value))
+            elif isinstance(arg, ast.Tuple) and all(isinstance(e, ast.Constant)
+                                                    for e in arg.elts):
+                value = tuple(e.value for e in arg.elts)
+                static = _Static(value, repr(value))
+            elif isinstance(arg, (ast.Name, ast.Attribute)):
+                static = self.resolve(arg)
+            out.append(static)
+        return out
 
     def constant(self, obj: Any, hint: str = "k") -> ast.Name:
         """A namespace entry holding `obj` (Numba freezes globals at compile time)."""
@@ -493,6 +560,12 @@ class UnitRewriter:
         return -1
 
     def s_If(self, node: ast.If) -> list[ast.stmt]:
+        static = self.resolve(node.test) if isinstance(node.test, (ast.Name, ast.Attribute)) \
+            else None
+        if static is not None and isinstance(static.obj, (bool, int, float, type(None))):
+            # a frozen global or closure constant: Numba prunes the branch not taken (so a
+            # barrier under `if False:` is no barrier at all), and so do we
+            return self.body(node.body if static.obj else node.orelse)
         test = self.used(node.test, L.UNDEF_BRANCH)
         return [ast.If(test=test, body=self.body(node.body) or [ast.Pass()],
                        orelse=self.body(node.orelse))]
@@ -981,12 +1054,13 @@ class _ExprRewriter(ast.NodeTransformer):
             raise rw._unsupported(node, f"calling cuda.{spec.name}")
         py_func = names.device_function(obj)
         if py_func is not None:
-            unit = rw.builder.unit(py_func)
-            rw.namespace[unit.name] = unit
-            rw.calls.append(unit)
-            args = self._args(node, L.UNDEF_CALL)
             if node.keywords:
                 raise rw._unsupported(node, "keyword arguments to a device function")
+            bound = bind_parameters(py_func, rw.function_args(node.args))
+            unit = rw.builder.unit(py_func, bound)
+            rw.namespace[unit.name] = unit
+            rw.calls.append(unit)
+            args = [rw.used(a, L.UNDEF_CALL, node) for a in unbound_args(py_func, node.args, bound)]
             return _call(unit.name, _name(CTX), _name(P + "D"), *args)
         if obj is print:
             return self._print(node)
