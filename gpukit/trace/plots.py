@@ -378,8 +378,8 @@ def _heat_panel(ax: Any, trace: Trace, a: int, events: np.ndarray, first: int, p
     col = trace.columns
     info = trace.arrays[a]
     kinds = col["kind"][events]
-    counts = ", ".join(f"{int((kinds == k).sum()):,} {name}s" for k, name in enumerate(KINDS)
-                       if (kinds == k).any())
+    numbers = [(int((kinds == k).sum()), name) for k, name in enumerate(KINDS)]
+    counts = ", ".join(f"{n:,} {name}{'s' if n > 1 else ''}" for n, name in numbers if n)
     ax.set_title(f"phase {phase} · {info.label} ({info.space})" + (f": {counts}" if counts
                                                                     else ": not touched"),
                  fontsize=8)
