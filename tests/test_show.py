@@ -6,8 +6,12 @@ titles, font sizes, no overlapping text), never their pixels.
 
 from __future__ import annotations
 
+import importlib.util
 import itertools
+import json
+import re
 import sys
+from pathlib import Path
 
 import matplotlib
 import numba
@@ -22,6 +26,9 @@ from gpukit.backends.cpu import CPUBackend
 from gpukit.exercises import EXERCISES, ExerciseUsageError, check, show
 from gpukit.exercises.show import MIN_FONT, ShowInfo, pick_case
 from gpukit.exercises.spec import Budget, Case, ExerciseSpec, case_1d
+
+SOLUTIONS_DIR = Path(__file__).resolve().parents[1] / "notebooks" / "solutions"
+CHECK_CALL = re.compile(r'check\((\w+),\s*"(\w+)"')
 
 
 # -- kernels ---------------------------------------------------------------------------------------
@@ -200,6 +207,41 @@ def test_show_sizes_pick_the_case_and_unknown_sizes_are_refused():
         show(make_reverse, "shared_memory", case=7)
     fig = show(make_reverse, "shared_memory", case=own)
     assert fig.gpukit_show.case == own and fig.gpukit_show.phases == [0, 1]
+
+
+def _solutions() -> list:
+    """(notebook, exercise name, setup source, kernel source, entry) of each solution notebook."""
+    found = []
+    for path in sorted(SOLUTIONS_DIR.glob("*.ipynb")):
+        cells = ["".join(c["source"]) for c in json.loads(path.read_text())["cells"]
+                 if c["cell_type"] == "code"]
+        kernel = next((c for c in cells if c.startswith("# SOLUTION")), None)
+        call = CHECK_CALL.search(cells[-1]) if cells else None
+        if kernel is not None and call is not None:
+            found.append(pytest.param(path, *call.groups()[::-1], cells[0], kernel,
+                                      id=path.stem))
+    return found
+
+
+@pytest.mark.parametrize("path, name, entry, setup, source", _solutions())
+def test_show_draws_every_official_solution_readably(path, name, entry, setup, source,
+                                                     tmp_path):
+    """Generic over the exercises: every solution notebook's kernel (those added later too)."""
+    module_path = tmp_path / f"show_solution_{path.stem}.py"
+    module_path.write_text(setup + "\n\n" + source + "\n")
+    spec = importlib.util.spec_from_file_location(module_path.stem, module_path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    fig = show(getattr(module, entry), name)
+    info = fig.gpukit_show
+    assert info.error is None, info.error
+    assert len(fig.axes) == len(info.panels) == len(info.phases) >= 1
+    assert all(p.touches for p in info.panels)  # every phase drawn has accesses
+    written = set().union(*(set(p.threads_of(a, "write")) | set(p.threads_of(a, "atomic"))
+                            for p in info.panels for a in {k[0] for k in p.touches}))
+    assert written  # some thread wrote something
+    _readable(fig)
+    assert _overlaps(fig) == []
 
 
 # -- failing kernels -------------------------------------------------------------------------------

@@ -34,7 +34,8 @@ __all__ = ["ShowInfo", "pick_case", "show"]
 MAX_EVENTS = 200_000  # a picture of more accesses than this would be unreadable anyway
 MAX_CELLS = 2048  # cells of one panel
 WRAP = 32  # 1-D arrays longer than this are drawn in rows of 32
-SMALL_THREADS = 64  # the automatic case has at most this many threads where the spec allows
+SMALL_THREADS = 64  # the automatic case has at most this many threads where the spec allows,
+SMALL_BLOCKS = 4  # and several blocks, but at most this many
 CELL_H = 1.3  # a cell's height in units of its width (two lines of text fit)
 MIN_FONT = 7.0
 VALUE_FONT = 9.0
@@ -63,7 +64,7 @@ def pick_case(spec: ExerciseSpec, case: Case | int | None = None, seed: int = 0,
 
     case: a `Case` (drawn as given), or an index into the exercise's cases. size: values the
     case must have (sizes such as n=21 or factory arguments such as TPB=8). Neither: the
-    smallest case with several blocks and at most 64 threads, else the case with the fewest
+    smallest case with 2 to 4 blocks and at most 64 threads, else the case with the fewest
     threads (and then elements), preferring at least 4 threads.
     """
     cases = _spec_cases(spec, seed)
@@ -92,7 +93,8 @@ def pick_case(spec: ExerciseSpec, case: Case | int | None = None, seed: int = 0,
             raise ExerciseUsageError(
                 f"exercise {spec.name!r} has no case with {asked}; its cases are: {known}. "
                 "Pass one of those sizes, case=<index>, or case=gpukit.exercises.Case(...)")
-    small = [ic for ic in indexed if ic[1].blocks > 1 and ic[1].threads <= SMALL_THREADS]
+    small = [ic for ic in indexed if 1 < ic[1].blocks <= SMALL_BLOCKS
+             and ic[1].threads <= SMALL_THREADS]
     pool = small or indexed
     return min(pool, key=lambda ic: (ic[1].threads < 4, ic[1].threads, _case_cells(ic[1]),
                                      ic[0]))
