@@ -175,6 +175,8 @@ def _execute(kernel: Any, spec: ExerciseSpec, index: int, case: Case, seed: int,
         run.arrays.update({k: values.get(k) for k, role in roles.items() if role == "output"})
         if error is None:
             run.trace = record.trace
+            if not len(run.trace):
+                run.note = "the kernel read and wrote nothing"
             return run
         run.error = _located(error)
         if isinstance(error, TraceTooLargeError):
