@@ -413,3 +413,44 @@ def test_plot_block_heatmap_of_a_2d_launch_and_the_view_argument():
         gt.plot_block(trace, view="grid")
     cells = gt.plot_block(trace, block=(1, 1), view="cells", max_cells=8192)
     assert [c for c in cells.axes[0].collections if c.get_gid() == "threads"]
+
+
+def test_plot_block_cells_view_has_a_panel_per_phase():
+    be = CPUBackend(checks=True)
+    a = be.to_device(np.arange(16, dtype=np.float32))
+    out = be.allocate(16, np.float32)
+    trace = be.launch_kernel(make_reverse(8), 2, 8, a, out, 16, trace=True).trace
+    fig = gt.plot_block(trace, block=1)  # 8 threads: the cells view
+    assert [ax.get_title() for ax in fig.axes] == [
+        "kernel 'reverse_kernel', block (1, 0, 0), phase 0",
+        "kernel 'reverse_kernel', block (1, 0, 0), phase 1"]
+    for ax in fig.axes:
+        assert [c for c in ax.collections if c.get_gid() == "threads"]
+    assert _overlaps(fig) == []
+
+
+def test_show_uses_the_trace_the_simulator_attaches_to_a_kernel_error(monkeypatch):
+    """The contract asked of the engine (coord/engine_bugs.md, 15C-1): a KernelError from a
+    traced launch carries `.trace`, the accesses made before it; show draws them."""
+    from gpukit.errors import OutOfBoundsError
+
+    be = CPUBackend(checks=True)
+    a = be.to_device(np.arange(7, dtype=np.float32))
+    out = be.allocate(7, np.float32)
+    partial = be.launch_kernel(map_kernel, 1, 7, a, out, trace=True).trace
+    original = CPUBackend.launch_kernel
+
+    def failing(self, kernel, grid, block, *args, **options):
+        original(self, kernel, grid, block, *args, **options)
+        error = OutOfBoundsError("'a[i + 1]' indexes global array a (shape (7,)) at 7",
+                                 kernel="map_kernel", thread=(6, 0, 0), block=(0, 0, 0),
+                                 lineno=3)
+        error.trace = partial
+        raise error
+
+    monkeypatch.setattr(CPUBackend, "launch_kernel", failing)
+    fig = show(map_kernel, "map")
+    info = fig.gpukit_show
+    assert info.error.startswith("OutOfBoundsError: 'a[i + 1]' indexes global array a")
+    assert info.note == ""  # no re-run, no apology: the accesses are the simulator's
+    assert _touched(info, 0, "out", "write") == {i: {(i,)} for i in range(7)}

@@ -1,10 +1,13 @@
 """The per-block diagram of a `Trace`: threads and the array elements they read and wrote.
 
-Arrays the block only reads are drawn on the left, the block's threads in the middle, arrays it
-writes on the right; each element is coloured by the threads that touched it (striped when
-several did), written elements have a thick edge, and lines join threads to their elements
-(dotted for reads, solid for writes). Local memory is private to a thread and not drawn.
-`block_summary` says the same in text. Display only: nothing here computes a metric.
+One panel per barrier phase. The cells view (small blocks): arrays the block only reads are drawn
+on the left, the block's threads in the middle, arrays it writes on the right; each element is
+coloured by the threads that touched it (striped when several did), written elements have a thick
+edge, and lines join threads to their elements (dotted for reads, solid for writes). The heatmap
+view (real sizes): per phase and array, a row per warp over the elements (binned past 512),
+coloured by warp and darker where accessed more; 2-D arrays as an image coloured by warp. Local
+memory is private to a thread and not drawn. `block_summary` says the same in text. Display
+only: nothing here computes a metric.
 """
 
 from __future__ import annotations
