@@ -274,6 +274,10 @@ def test_a_factory_that_fails_is_drawn_with_its_message():
     assert fig.gpukit_show.error == ("make_kernel(TPB=8) returned None instead of a kernel; end "
                                      "the factory with `return <your kernel>`")
     assert fig.gpukit_show.panels[0].touches == {}
+    assert fig.gpukit_show.title.startswith("Shared memory: reverse an array: kernel "
+                                            "'make_nothing', n=21")
+    assert {"a (input, 21)", "out (output, 21)"} <= {t.get_text() for t in fig.axes[0].texts}
+    assert _overlaps(fig) == []
 
 
 # -- generic: a spec that is not one of the twelve (2-D shared tiles, a case(rng) signature) ------

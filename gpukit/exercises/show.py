@@ -111,6 +111,7 @@ class _Run:
     error: str | None
     note: str = ""
     kernel_name: str = "kernel"
+    shapes: dict[str, tuple[int, ...]] = field(default_factory=dict)  # of every array
 
 
 def _trace_of_error(exc: BaseException) -> Trace | None:
@@ -167,6 +168,9 @@ def _execute(kernel: Any, spec: ExerciseSpec, index: int, case: Case, seed: int,
         arrays = {k: (np.asarray(inputs[n]) if roles[k] == "input" else None)
                   for k, n in zip(names, spec.params) if k in roles}
         run = _Run(case, arrays, roles, dict(zip(names, spec.params)), None, None)
+        run.kernel_name = getattr(getattr(kernel, "py_func", kernel), "__name__", "kernel")
+        run.shapes = {k: tuple(np.shape(inputs[n] if roles[k] == "input" else expected[n]))
+                      for k, n in zip(names, spec.params) if k in roles}
         if isinstance(compiled, RunResult):  # the factory or the compilation failed
             run.error = compiled.message
             return run
@@ -370,6 +374,8 @@ class _Item:
 
     @property
     def heading(self) -> str:
+        if self.space == "const":
+            return f"{self.name} (constant memory)"
         if self.role == "shared":
             return f"{self.name}, block {_short(self.block)}"
         return f"{self.name} ({self.role}, {'x'.join(map(str, self.shape))})"
@@ -409,7 +415,7 @@ def _pack(run: _Run, trace: Trace | None, cell_in: float
     groups: list[list[_Item]] = [[], [], []]
     for k, role in run.roles.items():
         values = run.arrays.get(k)
-        shape = tuple(np.shape(values)) if values is not None else ()
+        shape = run.shapes.get(k, tuple(np.shape(values)) if values is not None else ())
         groups[0 if role == "input" else 2].append(_Item(k, "global", role, shape, values))
     if trace is not None:
         for info in trace.arrays:
