@@ -6,6 +6,7 @@ titles, font sizes, no overlapping text), never their pixels.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import itertools
 import json
@@ -458,3 +459,59 @@ def test_show_uses_the_trace_the_simulator_attaches_to_a_kernel_error(monkeypatc
     assert info.error.startswith("OutOfBoundsError: 'a[i + 1]' indexes global array a")
     assert info.note == ""  # no re-run, no apology: the accesses are the simulator's
     assert _touched(info, 0, "out", "write") == {i: {(i,)} for i in range(7)}
+
+
+# -- exercises answered by host code (a spec with `host` and a `harness`, as the multi-block scan)
+@dataclasses.dataclass(frozen=True)
+class _HostSpec(ExerciseSpec):
+    harness: object = None
+    host: bool = True
+
+
+def _reverse_harness(func, backend, inputs, case):
+    a = backend.to_device(inputs["a"])
+    out = backend.allocate(inputs["a"].shape, np.float32)
+    func(backend, a, out, inputs["n"])
+    return {"out": (backend.to_host(out), None)}
+
+
+HOST_REVERSE = _HostSpec(
+    name="host_reverse", title="Reverse twice", goal="out = a, by reversing twice",
+    params=("a", "out", "n"),
+    inputs=lambda rng, c: {"a": np.arange(c.size["n"], dtype=np.float32), "n": c.size["n"]},
+    reference=lambda x, c: {"out": x["a"].copy()},
+    outputs={"out": "uninitialized"},
+    cases=lambda: [case_1d(12, 8), case_1d(16, 8)], harness=_reverse_harness)
+
+
+def reverse_twice(backend, a, out, n):
+    kernel = backend.compile_kernel(make_reverse(8))
+    middle = backend.allocate(n, np.float32)
+    kernel[(n + 7) // 8, 8](a, middle, n)
+    kernel[(n + 7) // 8, 8](middle, out, n)
+
+
+def test_show_draws_each_launch_of_a_host_function():
+    fig = show(reverse_twice, HOST_REVERSE)
+    info = fig.gpukit_show
+    assert info.title == "Reverse twice: your function 'reverse_twice', n=12, grid=2, block=8"
+    assert info.note == "2 launches, each drawn with the arrays it touched"
+    assert [(p.launch, p.phase) for p in info.panels] == [(1, 0), (1, 1), (2, 0), (2, 1)]
+    assert fig.axes[2].get_title(loc="left").startswith(
+        "launch 2: 'reverse_kernel', grid=2, block=8; phase 0, before the first")
+    assert info.panels[0].threads_of("a", "read") == {i: {(i,)} for i in range(12)}
+    # arrays are named as the kernel names its parameters: launch 2 reads `middle` as `a`
+    assert info.panels[2].threads_of("a", "read") == {i: {(i,)} for i in range(12)}
+    assert info.panels[3].threads_of("out", "write") == info.panels[1].threads_of("out", "write")
+    _readable(fig)
+    assert _overlaps(fig) == []
+    only = show(reverse_twice, HOST_REVERSE, phases=[1])
+    assert [(p.launch, p.phase) for p in only.gpukit_show.panels] == [(1, 1), (2, 1)]
+
+
+def test_phases_picks_the_panels_drawn():
+    fig = show(make_reverse, "shared_memory", phases=1)
+    assert fig.gpukit_show.phases == [1] and len(fig.axes) == 1
+    with pytest.raises(ExerciseUsageError, match=r"^phases must be barrier phase numbers \(ints "
+                       r">= 0, such as range\(3\)\), got \[-1\]$"):
+        show(make_reverse, "shared_memory", phases=[-1])

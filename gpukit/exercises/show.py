@@ -263,6 +263,7 @@ class Panel:
 
     phase: int
     title: str
+    launch: int = 0  # for an exercise answered by host code: which launch (1, 2, ...)
     touches: dict[tuple[str, tuple[int, int, int] | None, tuple[int, ...]],
                   dict[str, set[int]]] = field(default_factory=dict)
 
@@ -456,13 +457,31 @@ def _pack(run: _Run, trace: Trace | None, cell_in: float
     return items, width, max(y - GAP_H, 1.0)
 
 
-def _fmt(value: Any) -> str:
+def _compact(text: str) -> str:
+    """'0.27' -> '.27', '1.9e+03' -> '1.9e3': the same number in fewer characters."""
+    text = text.replace("e+0", "e").replace("e+", "e").replace("e-0", "e-")
+    if text.startswith("0.") and len(text) > 2:
+        return text[1:]
+    if text.startswith("-0.") and len(text) > 3:
+        return "-" + text[2:]
+    return text
+
+
+def _max_chars(cell_pt: float) -> int:
+    return max(1, int(0.9 * cell_pt / (0.62 * MIN_FONT)))
+
+
+def _fmt(value: Any, cell_pt: float = 30.0) -> str:
+    """A value as short as a cell needs: integers whole, other numbers with the most significant
+    digits (3 at most) that fit at the smallest font."""
     v = float(value)
     if not np.isfinite(v):
-        return str(v)
-    if v == int(v) and abs(v) < 1e6:
+        return {np.inf: "inf", -np.inf: "-inf"}.get(v, "nan")
+    room = _max_chars(cell_pt)
+    if v == int(v) and abs(v) < 1e6 and len(str(int(v))) <= room:
         return str(int(v))
-    return f"{v:.3g}"
+    candidates = [_compact(f"{v:.{digits}g}") for digits in (3, 2, 1)]
+    return next((c for c in candidates if len(c) <= room), min(candidates, key=len))
 
 
 def _fit(text: str, cell_pt: float, size: float) -> float:
@@ -515,18 +534,24 @@ def _tint(rgba: Any, white: float) -> tuple[float, float, float, float]:
     return r, g, b, 1.0
 
 
-def _draw(run: _Run, spec: ExerciseSpec, panels: list[Panel]) -> Any:
+def _draw(run: _Run, spec: ExerciseSpec, panels: list[Panel],
+          launches: list[tuple[_Run, list[Panel]]] | None = None) -> Any:
+    """The figure: `run`'s title, error and note, then its panels; or, for an exercise answered
+    by host code, the panels of each launch in `launches`, each with its own arrays."""
     from matplotlib.collections import PolyCollection  # lazy: matplotlib loads for drawings
     from matplotlib.figure import Figure  # lazy: as above
 
     from ..trace.plots import _rects
 
-    trace = run.trace
-    items, width, height, cell_in = _layout(run, trace)
-    colour_by, colour = _colours(run.case)
+    groups = launches if launches is not None else [(run, panels)]
+    layouts = [_layout(r, r.trace) for r, _ in groups]
+    cell_in = min([lay[3] for lay in layouts] or [0.42])
+    width = max([lay[1] for lay in layouts] or [8.0])
+    colour_by = "thread" if all(r.case.blocks == 1 for r, _ in groups) else "block"
     fig_w = max(6.5, (width + 0.4) * cell_in + 0.4)
     chars = int((fig_w - 0.4) * 72 / (TITLE_FONT * 0.6))
-    title = f"{spec.title}: kernel '{run.kernel_name}', {run.case.describe()}"
+    who = "your function" if launches is not None else "kernel"
+    title = f"{spec.title}: {who} '{run.kernel_name}', {run.case.describe()}"
     title_lines = textwrap.wrap(title, chars)
     error_lines = textwrap.wrap("✗ " + run.error.replace("\n", " "), chars) if run.error else []
     note_lines = textwrap.wrap(f"({run.note})", chars) if run.note else []
@@ -537,23 +562,31 @@ def _draw(run: _Run, spec: ExerciseSpec, panels: list[Panel]) -> Any:
                                                                ((LABEL_FONT + 1) * 0.6)))
     line_in = TITLE_FONT * 1.45 / 72
     head_in = line_in * len(head) + 0.1
-    panel_titles = [textwrap.wrap(p.title, chars) for p in panels]
-    panel_in = [height * cell_in + line_in * len(t) + 0.3 for t in panel_titles]
+    rows = []  # (group run, its layout, panel, title lines, height in inches)
+    for number, ((r, ps), (items, _, height, _)) in enumerate(zip(groups, layouts), 1):
+        prefix = (f"launch {number}: '{r.kernel_name}', {r.case.describe()}; "
+                  if launches is not None else "")
+        for p in ps:
+            p.launch = number if launches is not None else 0
+            lines = textwrap.wrap(prefix + p.title, chars)
+            rows.append((r, items, height, p, lines,
+                         height * cell_in + line_in * len(lines) + 0.3))
     foot_in = (LABEL_FONT + 1) * 1.45 / 72 * len(legend_lines) + 0.15
-    fig_h = head_in + sum(panel_in) + foot_in
+    fig_h = head_in + sum(row[-1] for row in rows) + foot_in
     fig = Figure(figsize=(fig_w, fig_h))
     fig._repr_png_ = lambda: _png(fig)
     for k, (line, color, weight) in enumerate(head):
         fig.text(0.2 / fig_w, 1 - (0.08 + line_in * k) / fig_h, line, fontsize=TITLE_FONT,
                  va="top", ha="left", color=color, fontweight=weight, gid="heading")
     top = head_in
-    for panel, lines, h in zip(panels, panel_titles, panel_in):
+    for r, items, height, panel, lines, h in rows:
         title_in = line_in * len(lines) + 0.3
         ax = fig.add_axes((0.2 / fig_w, (fig_h - top - h) / fig_h, width * cell_in / fig_w,
                            (h - title_in) / fig_h))
         ax.set_title("\n".join(lines), fontsize=TITLE_FONT, loc="left", pad=4)
         ax.set_gid(f"phase {panel.phase}")
-        _draw_panel(ax, items, panel, trace, colour, cell_in * 72, PolyCollection, _rects)
+        _draw_panel(ax, items, panel, r.trace, _colours(r.case)[1], cell_in * 72,
+                    PolyCollection, _rects)
         ax.set_xlim(0, width)
         ax.set_ylim(height, 0)
         ax.set_aspect("equal", anchor="NW")
@@ -562,8 +595,8 @@ def _draw(run: _Run, spec: ExerciseSpec, panels: list[Panel]) -> Any:
     for k, line in enumerate(legend_lines):
         fig.text(0.2 / fig_w, (foot_in - 0.08 - (LABEL_FONT + 1) * 1.45 / 72 * k) / fig_h, line,
                  fontsize=LABEL_FONT + 1, va="top", ha="left", color="0.3", gid="legend")
-    fig.gpukit_show = ShowInfo(spec.name, run.case, title, run.error, run.note, panels,
-                               colour_by)
+    fig.gpukit_show = ShowInfo(spec.name, run.case, title, run.error, run.note,
+                               [row[3] for row in rows], colour_by)
     return fig
 
 
@@ -595,7 +628,7 @@ def _draw_panel(ax: Any, items: list[_Item], panel: Panel, trace: Trace | None, 
                                          facecolors="white", edgecolors="0.6",
                                          linewidths=0.6, zorder=1))
         written_before = _written_up_to(item, panel, trace)
-        fills, fill_colours, edges, elements = [], [], [], []
+        fills, fill_colours, edges = [], [], []
         for index in (np.ndindex(*item.shape) if item.shape else []):
             row, col = item.cell(index)
             cx, cy = x0 + col, y0 + row * CELL_H
@@ -604,7 +637,7 @@ def _draw_panel(ax: Any, items: list[_Item], panel: Panel, trace: Trace | None, 
             written = bool(kinds.get("write") or kinds.get("atomic"))
             show_value = item.values is not None and (
                 item.role == "input" or index in written_before)
-            value = _fmt(item.values[index]) if show_value else ""
+            value = _fmt(item.values[index], cell_pt) if show_value else ""
             if not threads:
                 if value:
                     ax.text(cx + 0.5, cy + 0.5 * CELL_H, value, ha="center", va="center",
@@ -615,11 +648,12 @@ def _draw_panel(ax: Any, items: list[_Item], panel: Panel, trace: Trace | None, 
             for k, tid in enumerate(shown):
                 fills.append((cx + k * w, cy, w))
                 fill_colours.append(_tint(colour(tid), 0.45 if written else 0.78))
-            elements.append(index)
             if written:
                 edges.append((cx, cy))
             label = (_thread_label(trace, threads[0]) if len(threads) == 1
                      else f"×{len(threads)}") if trace is not None else ""
+            if len(label) > _max_chars(cell_pt):
+                label = ""  # (x, y, z) of a wide block: the colour tells the block
             if value:
                 ax.text(cx + 0.5, cy + 0.36 * CELL_H, value, ha="center", va="center",
                         fontsize=_fit(value, cell_pt, VALUE_FONT - 0.5), zorder=5)
@@ -653,6 +687,91 @@ def _written_up_to(item: _Item, panel: Panel, trace: Trace | None) -> set[tuple[
             for e in np.unique(col["element"][sel]) if 0 <= e < item.size}
 
 
+class _TracingBackend(CPUBackend):
+    """A private simulator that traces every launch made through it and keeps the records, the
+    failing launch's error included."""
+
+    def __init__(self, *args: Any, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self.records: list[Any] = []
+
+    def launch_kernel(self, kernel: Any, grid: Any, block: Any, *args: Any,
+                      **options: Any) -> Any:
+        options["trace"] = Recorder(MAX_EVENTS)
+        record = super().launch_kernel(kernel, grid, block, *args, **options)
+        self.records.append(record)
+        return record
+
+
+def _launch_run(record: Any) -> _Run:
+    """A launch made by host code as a picture: its arrays as the trace saw them (no values)."""
+    trace = record.trace
+    case = Case({}, tuple(record.grid), tuple(record.block))
+    roles, shapes = {}, {}
+    for number, info in enumerate(trace.arrays):
+        if info.space != "global":
+            continue
+        written = bool((trace.columns["kind"][trace.columns["array"] == number] > 0).any())
+        roles[info.label] = "output" if written else "input"
+        shapes[info.label] = tuple(info.shape)
+    run = _Run(case, dict.fromkeys(roles), roles, {}, trace, None,
+               kernel_name=record.kernel)
+    run.shapes = shapes
+    return run
+
+
+def _show_host(func: Any, spec: ExerciseSpec, case: Case | int | None, seed: int,
+               device: str, watchdog_s: float, size: dict[str, int],
+               wanted: set[int] | None = None) -> Any:
+    """The picture of an exercise answered by a host function (a spec with `host` and
+    `harness`, such as a multi-block scan): a section per launch it made."""
+    if hasattr(func, "py_func") or not callable(func):
+        raise ExerciseUsageError(f"exercise {spec.name!r} takes a host function (the one that "
+                                 f"allocates, launches and copies), called as {spec.call}")
+    index, chosen = pick_case(spec, case, seed, **size)
+    backend = _TracingBackend(device=device, checks=True, watchdog_s=watchdog_s)
+    head = _Run(chosen, {}, {}, {}, None, None,
+                kernel_name=getattr(func, "__name__", "function"))
+    try:
+        rng = np.random.default_rng([int(seed), max(index, 0)])
+        inputs = spec.inputs(rng, chosen)
+        try:
+            spec.harness(func, backend, inputs, chosen)
+        except Exception as exc:  # noqa: BLE001 - the learner's host code failed: draw it
+            head.error = (_located(exc) if isinstance(exc, GpukitError)
+                          else f"your function raised {type(exc).__name__}: {exc}")
+            partial = _trace_of_error(exc)
+            if partial is not None:
+                backend.records.append(_PartialRecord(partial))
+        launches = [_launch_run(r) for r in backend.records if r.trace is not None]
+    finally:
+        backend.shutdown()
+    head.note = (f"{len(launches)} launch{'es' if len(launches) != 1 else ''}, each drawn with "
+                 "the arrays it touched" if launches else "no kernel was launched")
+    if not launches:
+        return _draw(head, spec, [Panel(0, "no launch")], [(head, [Panel(0, "no launch")])])
+    return _draw(head, spec, [], [(r, _select(_panels(r.trace), wanted)) for r in launches])
+
+
+@dataclass
+class _PartialRecord:
+    """The launch that failed, from the trace its error carries."""
+
+    trace: Trace
+
+    @property
+    def kernel(self) -> str:
+        return self.trace.kernel
+
+    @property
+    def grid(self) -> tuple[int, int, int]:
+        return self.trace.grid
+
+    @property
+    def block(self) -> tuple[int, int, int]:
+        return self.trace.block
+
+
 def display(figure: Any) -> None:
     """Show a figure in Jupyter now (outside IPython, nothing is shown)."""
     try:
@@ -664,24 +783,52 @@ def display(figure: Any) -> None:
 
 # -- the entry point -----------------------------------------------------------------------------
 def show(kernel: Any, exercise: str | ExerciseSpec, *, case: Case | int | None = None,
-         seed: int = 0, device: str = "T4", watchdog_s: float = 10.0, **size: int) -> Any:
+         phases: Any = None, seed: int = 0, device: str = "T4", watchdog_s: float = 10.0,
+         **size: int) -> Any:
     """A picture of your kernel (or `make_kernel` factory) at a small size of an exercise.
 
     Runs it once on the simulator with every check on and draws, per barrier phase, the input
     and output arrays with their values, the shared-memory tiles of each block, and which thread
     read (pale) or wrote (strong, black edge) each element. Pick the size with sizes of the
     exercise's cases (`show(make_kernel, "shared_memory", n=21)`) or `case=` (an index into the
-    exercise's cases, or a `gpukit.exercises.Case`). A kernel that fails is drawn too, with the
-    error in the title. Returns a matplotlib Figure (Jupyter displays it); what it drew is in
-    `figure.gpukit_show` (a `ShowInfo`).
+    exercise's cases, or a `gpukit.exercises.Case`); `phases` (such as `range(3)`) draws only
+    those barrier phases of a kernel that has many. A kernel that fails is drawn too, with the
+    error in the title. For an exercise answered by a host function (one that allocates,
+    launches and copies), pass that function: each launch it makes is drawn, phase by phase,
+    with the arrays it touched. Returns a matplotlib Figure (Jupyter displays it); what it drew
+    is in `figure.gpukit_show` (a `ShowInfo`).
     """
     if not isinstance(seed, (int, np.integer)) or isinstance(seed, bool) or seed < 0:
         raise ExerciseUsageError(f"seed must be an int >= 0, got {seed!r}")
     spec = get_spec(exercise)
+    wanted = _phases(phases)
+    if getattr(spec, "host", False) and getattr(spec, "harness", None) is not None:
+        return _show_host(kernel, spec, case, int(seed), device, watchdog_s, size, wanted)
     _validate_kernel(kernel, spec)
     index, chosen = pick_case(spec, case, int(seed), **size)
     run = _execute(kernel, spec, index, chosen, int(seed), device, watchdog_s)
-    return _draw(run, spec, _panels(run.trace))
+    return _draw(run, spec, _select(_panels(run.trace), wanted))
+
+
+def _phases(phases: Any) -> set[int] | None:
+    if phases is None:
+        return None
+    try:
+        wanted = set(phases)
+    except TypeError:
+        wanted = {phases}
+    if not wanted or any(isinstance(p, bool) or not isinstance(p, (int, np.integer)) or p < 0
+                         for p in wanted):
+        raise ExerciseUsageError(f"phases must be barrier phase numbers (ints >= 0, such as "
+                                 f"range(3)), got {phases!r}")
+    return {int(p) for p in wanted}
+
+
+def _select(panels: list[Panel], wanted: set[int] | None) -> list[Panel]:
+    """The panels of the wanted phases (all when None; the first one when none of them ran)."""
+    if wanted is None:
+        return panels
+    return [p for p in panels if p.phase in wanted] or panels[:1]
 
 
 def display_show(kernel: Any, exercise: str | ExerciseSpec, **options: Any) -> None:
