@@ -466,7 +466,7 @@ def test_the_block_diagram_gives_each_thread_its_colour(be, block, threads):
         out[i] = a[i] + b[i]
 
     trace = traced(be, add2d, 1, block, a, b, out)
-    fig = gt.plot_block(trace, block=(0, 0, 0))
+    fig = gt.plot_block(trace, block=(0, 0, 0), view="cells")  # "auto": a heatmap at 1024
     assert isinstance(fig, Figure)
     assert len(_thread_colours(fig)) == threads
     fig.savefig(io.BytesIO(), format="png", dpi=40)

@@ -4,7 +4,8 @@
 orders with every check on, compares with a numpy reference, and enforces the exercise's budgets
 (global reads and writes per thread, atomics per block, shared memory). It reports a wrong
 kernel and raises only when it is called wrongly. It never runs on a real GPU, and it says
-nothing about speed.
+nothing about speed. `show(kernel, "map")` draws what the kernel did at a small size: which
+thread read and wrote which element, phase by phase (`check(..., show=True)` draws it first).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 from .budgets import AccessCounter, BudgetCheck
 from .checker import ExerciseUsageError, RunResult, check, describe_error, get_spec
 from .report import CheckResult
+from .show import show
 from .spec import Budget, Case, ExerciseSpec
 from .specs import EXERCISES
 
@@ -35,4 +37,5 @@ __all__ = [
     "describe_error",
     "get_spec",
     "list_exercises",
+    "show",
 ]

@@ -236,20 +236,26 @@ def _run(kernels: _Kernels, spec: ExerciseSpec, case: Case, schedule: str, seed:
 
 
 def check(kernel: Any, exercise: str | ExerciseSpec, *, seed: int = 0, quiet: bool = False,
-          device: str = "T4", watchdog_s: float = 10.0) -> CheckResult:
+          device: str = "T4", watchdog_s: float = 10.0, show: bool = False) -> CheckResult:
     """Run `kernel` (or your `make_kernel` factory) against an exercise and print a verdict.
 
     Every case of the exercise runs in block order and in a shuffled order (seeds derived from
     `seed`), with all simulator checks on, on a private simulated `device`. Returns a
-    `CheckResult` (`.passed`, `.runs`, `.report`); prints the report unless `quiet`.
+    `CheckResult` (`.passed`, `.runs`, `.report`); prints the report unless `quiet`. show=True
+    first draws `gpukit.exercises.show(kernel, exercise)`, the picture of the kernel.
     """
     if not isinstance(seed, (int, np.integer)) or isinstance(seed, bool) or seed < 0:
         raise ExerciseUsageError(f"seed must be an int >= 0, got {seed!r}")
     if not isinstance(quiet, bool):
         raise ExerciseUsageError(f"quiet must be True or False, got {quiet!r}")
+    if not isinstance(show, bool):
+        raise ExerciseUsageError(f"show must be True or False, got {show!r}")
     backend = CPUBackend(device=device, checks=True, watchdog_s=watchdog_s)  # checks both
     spec = get_spec(exercise)
     _validate_kernel(kernel, spec)
+    if show:  # the picture before the verdict (gpukit/exercises/show.py)
+        from .show import display_show
+        display_show(kernel, spec, seed=seed, device=device, watchdog_s=watchdog_s)
     kernels = _Kernels(kernel, spec, backend)
     runs: list[RunResult] = []
     try:

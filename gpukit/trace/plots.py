@@ -1,10 +1,13 @@
 """The per-block diagram of a `Trace`: threads and the array elements they read and wrote.
 
-Arrays the block only reads are drawn on the left, the block's threads in the middle, arrays it
-writes on the right; each element is coloured by the threads that touched it (striped when
-several did), written elements have a thick edge, and lines join threads to their elements
-(dotted for reads, solid for writes). Local memory is private to a thread and not drawn.
-`block_summary` says the same in text. Display only: nothing here computes a metric.
+One panel per barrier phase. The cells view (small blocks): arrays the block only reads are drawn
+on the left, the block's threads in the middle, arrays it writes on the right; each element is
+coloured by the threads that touched it (striped when several did), written elements have a thick
+edge, and lines join threads to their elements (dotted for reads, solid for writes). The heatmap
+view (real sizes): per phase and array, a row per warp over the elements (binned past 512),
+coloured by warp and darker where accessed more; 2-D arrays as an image coloured by warp. Local
+memory is private to a thread and not drawn. `block_summary` says the same in text. Display
+only: nothing here computes a metric.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from ..devices import WARP_SIZE
-from ..utils import as_int
+from ..utils import as_int, ceil_div
 from .recorder import (
     KINDS,
     SPACES,
@@ -147,24 +150,91 @@ def _png(figure: Any) -> bytes:
     return buffer.getvalue()
 
 
-def plot_block(trace: Trace, block: Any = (0, 0, 0), *, phase: int | None = None,
-               spaces: tuple[str, ...] = ("global", "shared", "const"),
-               max_lines: int = 512, max_cells: int = 4096) -> Any:
-    """A matplotlib Figure of block `block`'s threads and the elements they read and wrote.
+VIEWS = ("auto", "cells", "heatmap")
+AUTO_CELLS_THREADS = 128  # view="auto" draws every cell up to this many threads per block ...
+AUTO_CELLS_ELEMENTS = 512  # ... and this many distinct elements touched; else a heatmap
+MAX_BINS = 512  # a heatmap's columns (elements are binned beyond this)
+FULL_EXTENT = 8192  # 1-D arrays up to this size are drawn whole in the heatmap, larger ones cropped
+MIN_FONT = 7.0
 
-    phase: only the accesses between two barriers (0 = before the first syncthreads).
-    max_lines: above this many thread-element connections, lines are left out.
-    The threads are the collection with gid "threads", one colour per thread.
+
+def plot_block(trace: Trace, block: Any = (0, 0, 0), *, phase: int | None = None,
+               spaces: tuple[str, ...] = ("global", "shared", "const"), view: str = "auto",
+               max_lines: int = 512, max_cells: int = 4096) -> Any:
+    """A matplotlib Figure of block `block`'s threads and the elements they read and wrote, one
+    panel per barrier phase (0 = before the first syncthreads).
+
+    view: "cells" draws every element and every thread (threads in the middle, the arrays read
+    on the left and written on the right, lines joining them); "heatmap" aggregates for real
+    sizes: per phase and array, which warp touched which element and how often (a row per warp,
+    coloured per warp, darker = more accesses; 2-D arrays as an image coloured by warp); "auto"
+    (default) picks "cells" for blocks of at most 128 threads touching at most 512 elements.
+    phase: only the accesses of that phase (one panel).
+    max_lines: (cells) above this many thread-element connections, lines are left out.
+    In the cells view the threads are the collection with gid "threads", one colour per thread.
     """
+    max_lines, max_cells = as_int("max_lines", max_lines, 0), as_int("max_cells", max_cells, 1)
+    if not isinstance(view, str) or view not in VIEWS:
+        raise TraceInputError(f"view must be one of {', '.join(VIEWS)}, got {view!r}")
+    first, events = _block_events(trace, block, phase, spaces)
+    col = trace.columns
+    phases = [phase] if phase is not None else sorted(set(col["phase"][events].tolist())) or [0]
+    if view == "auto":
+        touched = len(np.unique(np.stack([col["array"][events], col["element"][events]]),
+                                axis=1)[0]) if len(events) else 0
+        small = trace.threads_per_block <= AUTO_CELLS_THREADS and touched <= AUTO_CELLS_ELEMENTS
+        view = "cells" if small else "heatmap"
+    by_phase = [events[col["phase"][events] == p] for p in phases]
+    named = phase is not None or len(phases) > 1
+    if view == "cells":
+        return _plot_cells(trace, first, phases, by_phase, named, max_lines, max_cells)
+    return _plot_heatmap(trace, first, phases, by_phase)
+
+
+def _new_figure(size: tuple[float, float], **kwargs: Any) -> Any:
+    from matplotlib.figure import Figure  # lazy: matplotlib loads only for drawings
+
+    fig = Figure(figsize=size, **kwargs)
+    # Built without pyplot, so Jupyter would show only its text until pyplot is loaded: give it
+    # its own PNG representation.
+    fig._repr_png_ = lambda: _png(fig)
+    return fig
+
+
+def _plot_cells(trace: Trace, first: int, phases: list[int], by_phase: list[np.ndarray],
+                named: bool, max_lines: int, max_cells: int) -> Any:
+    fig = _new_figure((6, 4))
+    extents = []
+    for p, events in zip(phases, by_phase):
+        ax = fig.add_axes((0, 0, 1, 1))
+        extents.append(_draw_cells(ax, trace, first, events, p if named else None, max_lines,
+                                   max_cells))
+    right = max(r for r, _ in extents)
+    total = sum(b + 2 for _, b in extents)
+    inches = min(0.25, 16 / (right + 1), max(0.06, 12 / total) if len(phases) == 1
+                 else max(0.06, 24 / total))  # per cell, the same both ways
+    width = max(4.0, inches * (right + 1))
+    heights = [inches * (b + 2) + 0.4 for _, b in extents]
+    height = max(2.0, sum(heights))
+    fig.set_size_inches(width, height)
+    top = 0.0
+    for ax, h, (r, b) in zip(fig.axes, heights, extents):
+        ax.set_position((0.01, 1 - (top + h) / height + 0.01 / height,
+                         0.98, (h - 0.35) / height))
+        ax.set_anchor("NW")
+        top += h
+    return fig
+
+
+def _draw_cells(ax: Any, trace: Trace, first: int, events: np.ndarray, phase: int | None,
+                max_lines: int, max_cells: int) -> tuple[float, float]:
+    """One panel of the cells view; returns its extent (right, bottom) in cells."""
     from matplotlib.collections import (  # lazy: matplotlib loads only for drawings
         EllipseCollection,
         LineCollection,
         PolyCollection,
     )
-    from matplotlib.figure import Figure  # lazy: as above
 
-    max_lines, max_cells = as_int("max_lines", max_lines, 0), as_int("max_cells", max_cells, 1)
-    first, events = _block_events(trace, block, phase, spaces)
     col = trace.columns
     tpb, (_, by, bz) = trace.threads_per_block, trace.block
     colors = thread_colors(trace.block)
@@ -179,11 +249,6 @@ def plot_block(trace: Trace, block: Any = (0, 0, 0), *, phase: int | None = None
                           trace.arrays[a].label) for a in arrays}
     th_x = max([layouts[a].ncols for a in inputs], default=-GAP) + GAP
     out_x = th_x + th_w + GAP
-    fig = Figure(figsize=(6, 4))
-    # Built without pyplot, so Jupyter would show only its text until pyplot is loaded: give it
-    # its own PNG representation.
-    fig._repr_png_ = lambda: _png(fig)
-    ax = fig.add_subplot()
     grid_cells, stripes, stripe_colors, edges, texts = [], [], [], [], []
     centres: dict[tuple[int, int], tuple[float, float]] = {}
     heights = []
@@ -261,10 +326,136 @@ def plot_block(trace: Trace, block: Any = (0, 0, 0), *, phase: int | None = None
     ax.set_ylim(bottom + 0.5, -1.5)  # row 0 at the top, as arrays print
     ax.set_aspect("equal")
     ax.axis("off")
-    inches = min(0.25, 16 / (right + 1), 12 / (bottom + 2))  # per cell, the same both ways
-    fig.set_size_inches(max(4.0, inches * (right + 1)), max(2.0, inches * (bottom + 2) + 0.4))
-    fig.subplots_adjust(left=0.01, right=0.99, bottom=0.01, top=0.92)
+    return right, bottom
+
+
+def warp_colors(warps: int) -> np.ndarray:
+    """One RGBA colour per warp of a block: tab10 up to 10 warps, hues around the wheel beyond."""
+    import matplotlib  # lazy: matplotlib loads only for drawings
+
+    if warps <= 10:
+        cmap = matplotlib.colormaps["tab10"]
+        return np.array([cmap(i) for i in range(warps)])
+    out = np.ones((warps, 4))
+    for w in range(warps):
+        out[w, :3] = colorsys.hsv_to_rgb(0.85 * w / warps, 0.8, (0.9, 0.65)[w % 2])
+    return out
+
+
+def _plot_heatmap(trace: Trace, first: int, phases: list[int], by_phase: list[np.ndarray]
+                  ) -> Any:
+    """The aggregated view: rows = phases, columns = the arrays the block touched."""
+    col = trace.columns
+    tpb = trace.threads_per_block
+    warps = ceil_div(tpb, WARP_SIZE)
+    colours = warp_colors(warps)
+    arrays = sorted(set(np.concatenate([col["array"][e] for e in by_phase]).tolist())) \
+        if any(len(e) for e in by_phase) else []
+    ncols = max(len(arrays), 1)
+    width = min(15.0, 1.2 + 3.6 * ncols)
+    fig = _new_figure((width, 0.9 + 2.3 * len(phases)), layout="constrained")
+    blk = trace.coordinates(first)[1]
+    total = sum(len(e) for e in by_phase)
+    fig.suptitle(f"kernel '{trace.kernel}', block {blk}: {tpb:,} threads in {warps} warp"
+                 f"{'s' if warps > 1 else ''}, {total:,} accesses; one row per phase, "
+                 "colour = warp, darker = more accesses", fontsize=9)
+    grid = fig.subplots(len(phases), ncols, squeeze=False)
+    for row, (p, events) in enumerate(zip(phases, by_phase)):
+        for c in range(ncols):
+            ax = grid[row, c]
+            ax.set_gid(f"phase {p}")
+            if not arrays:
+                ax.set_title(f"phase {p}: no accesses", fontsize=8)
+                ax.axis("off")
+                continue
+            a = arrays[c]
+            mine = events[col["array"][events] == a]
+            _heat_panel(ax, trace, a, mine, first, p, warps, colours)
     return fig
+
+
+def _heat_panel(ax: Any, trace: Trace, a: int, events: np.ndarray, first: int, phase: int,
+                warps: int, colours: np.ndarray) -> None:
+    from matplotlib.ticker import MaxNLocator  # lazy: matplotlib loads only for drawings
+
+    col = trace.columns
+    info = trace.arrays[a]
+    kinds = col["kind"][events]
+    numbers = [(int((kinds == k).sum()), name) for k, name in enumerate(KINDS)]
+    counts = ", ".join(f"{n:,} {name}{'s' if n > 1 else ''}" for n, name in numbers if n)
+    ax.set_title(f"phase {phase} · {info.label} ({info.space})" + (f": {counts}" if counts
+                                                                    else ": not touched"),
+                 fontsize=8)
+    ax.tick_params(labelsize=MIN_FONT)
+    if not len(events):
+        ax.axis("off")
+        return
+    warp = (col["thread"][events] - first) // WARP_SIZE
+    element = col["element"][events]
+    if len(info.shape) >= 2:
+        rows_of = int(np.prod(info.shape[1:]))
+        r, c = element // rows_of, element % rows_of
+        rb, r0, rn = _bins(r)
+        cb, c0, cn = _bins(c)
+        n = np.zeros((rn, cn), np.int64)
+        np.add.at(n, (rb, cb), 1)
+        owner = np.full((rn, cn), -1, np.int64)
+        owner[rb, cb] = warp
+        several = np.zeros((rn, cn), np.int64)
+        np.maximum.at(several, (rb, cb), warp)
+        mixed = np.zeros((rn, cn), bool)
+        mixed[rb, cb] = several[rb, cb] != warp
+        img = np.ones((rn, cn, 4))
+        hit = n > 0
+        base = np.where(mixed[..., None], np.array([0.35, 0.35, 0.35, 1.0]),
+                        colours[np.clip(owner, 0, None)])
+        strength = 0.35 + 0.65 * n / max(int(n.max()), 1)
+        img[hit] = 1 - (1 - base[hit]) * strength[hit][:, None]
+        img[..., 3] = 1.0
+        ax.imshow(img, extent=(c0, c0 + _span(c), r0 + _span(r), r0), aspect="auto",
+                  interpolation="nearest")
+        ax.set_xlabel("column", fontsize=MIN_FONT + 0.5)
+        ax.set_ylabel("row (grey: several warps)", fontsize=MIN_FONT + 0.5)
+    else:
+        size = int(np.prod(info.shape))
+        whole = size <= FULL_EXTENT  # the whole array, so that phases compare at a glance
+        eb, e0, en = _bins(element, (0, size - 1) if whole else None)
+        n = np.zeros((warps, en), np.int64)
+        np.add.at(n, (warp, eb), 1)
+        strength = n / max(int(n.max()), 1)
+        img = np.ones((warps, en, 4))
+        hit = n > 0
+        shade = 0.35 + 0.65 * strength
+        img[hit] = 1 - (1 - colours[np.nonzero(hit)[0]]) * shade[hit][:, None]
+        img[..., 3] = 1.0
+        span = size if whole else _span(element)
+        ax.imshow(img, extent=(e0, e0 + span, warps, 0), aspect="auto", interpolation="nearest")
+        ax.set_xlabel(f"element of {info.label}" + (f" ({span // en} per column)"
+                                                    if en < span else ""),
+                      fontsize=MIN_FONT + 0.5)
+        ax.set_ylabel("warp (threads)", fontsize=MIN_FONT + 0.5)
+        ticks = list(range(0, warps, max(1, ceil_div(warps, 8))))
+        ax.set_yticks([t + 0.5 for t in ticks])
+        tpb = trace.threads_per_block
+        ax.set_yticklabels([f"{t} ({t * WARP_SIZE}-{min((t + 1) * WARP_SIZE, tpb) - 1})"
+                            for t in ticks])
+        for label, t in zip(ax.get_yticklabels(), ticks):
+            label.set_color(colours[t])
+    ax.xaxis.set_major_locator(MaxNLocator(nbins=5, integer=True))
+
+
+def _span(values: np.ndarray) -> int:
+    return int(values.max()) - int(values.min()) + 1
+
+
+def _bins(values: np.ndarray, extent: tuple[int, int] | None = None
+          ) -> tuple[np.ndarray, int, int]:
+    """(bin of each value, the first value, the number of bins) over `extent` (default: the
+    values' own range): one bin per value up to MAX_BINS values, binned evenly beyond."""
+    lo, hi = extent if extent is not None else (int(values.min()), int(values.max()))
+    span = hi - lo + 1
+    nbins = min(span, MAX_BINS)
+    return (values - lo) * nbins // span, lo, nbins
 
 
 def block_summary(trace: Trace, block: Any = (0, 0, 0), *, phase: int | None = None,
