@@ -3,8 +3,9 @@
 The model (`gpukit.timing.model_launch`) runs at every simulated launch (the modeled timeline
 needs it). On an untraced launch it reads the launch's counters and the occupancy calculator;
 this table measures it on the workloads of `benchmarks.kernels`, next to the simulation's own
-wall time. Traced launches add the trace analysis (coalescing, bank conflicts), measured apart:
-tracing itself already makes a launch many times slower. Run: python -m benchmarks.model_cost
+wall time. `time_kernel` also records a sample of four blocks of each launch so that the model
+observes coalescing and bank conflicts: the last columns are that launch call (sample recorded,
+analysed, model computed) against the untraced call. Run: python -m benchmarks.model_cost
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Any
 from .kernels import WORKLOADS
 
 HEADERS = ["workload", "size", "simulation ms", "launch call ms", "model ms",
-           "model / simulation", "model / launch call"]
+           "model / simulation", "model / launch call", "sampled call ms", "sampled / untraced"]
 CASES = (("vector_add", 1 << 12), ("vector_add", 1 << 20), ("histogram", 1 << 20),
          ("matmul_naive", 128), ("matmul_tiled", 128), ("reduce_sum", 1 << 20))
 
@@ -33,6 +34,8 @@ def _model_ms(model_launch: Any, profile: Any, record: Any, repeats: int) -> flo
 def rows(repeats: int = 5) -> list[list[str]]:
     from gpukit.backends.cpu import CPUBackend
     from gpukit.timing import model_launch
+    from gpukit.timing.timers import SAMPLE_BLOCKS, SAMPLE_EVENTS
+    from gpukit.trace import Recorder
 
     be = CPUBackend()
     out = []
@@ -49,8 +52,15 @@ def rows(repeats: int = 5) -> list[list[str]]:
             walls.append(record.wall_ms)
         sim, call = min(walls), min(calls)
         model = _model_ms(model_launch, be.profile, record, repeats)
+        sampled = []
+        for _ in range(repeats):
+            start = time.perf_counter()
+            be.launch_kernel(workload.kernel, case.grid, case.block, *args,
+                             trace=Recorder(SAMPLE_EVENTS, sample_blocks=SAMPLE_BLOCKS))
+            sampled.append((time.perf_counter() - start) * 1e3)
         out.append([workload.title, workload.label(size), f"{sim:.3f}", f"{call:.3f}",
-                    f"{model:.3f}", f"{model / sim:.1%}", f"{model / call:.1%}"])
+                    f"{model:.3f}", f"{model / sim:.1%}", f"{model / call:.1%}",
+                    f"{min(sampled):.3f}", f"{min(sampled) / call:.2f}x"])
     return out
 
 

@@ -364,7 +364,7 @@ def touch(c, site, d, addr, isz, kind, preserving):
             if rrec != 0 and how != 3:
                 _check_readers(c, site, d[D_SLOT], rrec, e, lo)
             _write_record(c, site, wrec, e, lo, how)
-    if flags & TRACE_FLAG:
+    if flags & TRACE_FLAG and c[L.TRACE_ON]:  # (off in blocks outside a sample)
         _trace(c, site, d[D_SLOT], e, kind)
 
 

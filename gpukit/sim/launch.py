@@ -217,7 +217,7 @@ def _run(kernel: SimKernel, memory: DeviceMemory, workspace: Workspace, args: tu
         c[L.PRINT_BUF], c[L.PRINT_CAP] = prints.ctypes.data, PRINT_CAPACITY
     columns = None
     if trace_capacity:
-        columns = np.zeros(trace_capacity * L.TRACE_FIELDS, np.int64)
+        columns = np.empty(trace_capacity * L.TRACE_FIELDS, np.int64)  # rows < TRACE_N are read
         seq = np.zeros(tpb * nsites, np.int64)
         keep += [columns, seq]
         c[L.TRACE_COLS], c[L.TRACE_CAP], c[L.TRACE_SEQ] = columns.ctypes.data, trace_capacity, \

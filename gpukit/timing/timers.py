@@ -116,7 +116,7 @@ def _backend_of(kernel: Any, backend: Any) -> Backend:
 
 MAX_REPEAT = 10_000  # timed launches in one call; more would only take long
 SAMPLE_BLOCKS = 4  # time_kernel's default trace on the simulator: this many blocks of each launch
-SAMPLE_EVENTS = 250_000  # and at most this many of their accesses (about 11 MB)
+SAMPLE_EVENTS = 50_000  # and at most this many of their accesses (about 2 MB)
 
 
 def _check_counts(repeat: Any, warmup: Any) -> tuple[int, int]:
