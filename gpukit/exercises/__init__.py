@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from .budgets import AccessCounter, BudgetCheck
 from .checker import ExerciseUsageError, RunResult, check, describe_error, get_spec
+from .progress import Progress, progress
 from .report import CheckResult
 from .spec import Budget, Case, ExerciseSpec
 from .specs import EXERCISES
@@ -30,9 +31,11 @@ __all__ = [
     "CheckResult",
     "ExerciseSpec",
     "ExerciseUsageError",
+    "Progress",
     "RunResult",
     "check",
     "describe_error",
     "get_spec",
     "list_exercises",
+    "progress",
 ]
