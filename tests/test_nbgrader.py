@@ -219,3 +219,15 @@ def test_nbgrader_grades_right_and_wrong_submissions(tmp_path: Path):
         feedback = tmp_path / "feedback" / student / name / f"{name}.html"
         score = "1.0 / 1.0" if student == "right" else "0.0 / 1.0"
         assert f"Score: {score}" in feedback.read_text(encoding="utf-8")
+
+
+def test_instructors_guide_lists_every_exercise_and_command():
+    from gpukit.exercises import EXERCISES
+
+    guide = (NOTEBOOKS / "INSTRUCTORS.md").read_text(encoding="utf-8")
+    missing = [name for name in EXERCISES if f"`{name}`" not in guide]
+    assert not missing, f"notebooks/INSTRUCTORS.md does not list {missing}"
+    for command in ("python course/build.py", "nbgrader generate_assignment 05_shared_memory",
+                    "nbgrader autograde 05_shared_memory",
+                    "nbgrader generate_feedback 05_shared_memory"):
+        assert command in guide
