@@ -34,7 +34,7 @@ CODE_STUB = "pass"  # nbgrader_config.py's ClearSolutions.code_stub: the skeleto
 SKELETON_MARK, SOLUTION_MARK = "# YOUR CODE HERE", "# SOLUTION"
 CHECK_CALL = re.compile(r"""\bcheck\(\s*(\w+)\s*,\s*["'](\w+)["']""")
 ASSIGNED_CHECK = re.compile(r"""^(\w+)\s*=\s*check\(""", re.MULTILINE)
-SOLUTION_POINTER = re.compile(r"\s*\(Stuck\?.*?\)\s*(?=\n|$)", re.DOTALL)
+SOLUTION_POINTER = re.compile(r"[ \t]*\(Stuck\?.*?\)[ \t]*(?=\n|$)", re.DOTALL)
 HIDDEN_SEED = 20261124
 
 

@@ -108,6 +108,12 @@ def test_merge_falls_back_to_one_region_when_regions_would_not_parse():
     assert build.release_of(merged) == "# YOUR CODE HERE\npass"
 
 
+def test_pointer_to_the_solution_is_removed_and_paragraphs_kept():
+    text = ("says what to try. (Stuck? A solution is in\n[`../solutions/05_x.ipynb`]"
+            "(../solutions/05_x.ipynb); try first!)\n\nNext paragraph.")
+    assert build.SOLUTION_POINTER.sub("", text) == "says what to try.\n\nNext paragraph."
+
+
 def test_build_errors(tmp_path: Path):
     with pytest.raises(build.CourseError, match=r"^no solution notebook for 99_nope; the "
                        r"exercises are: 01_map, "):
