@@ -3,8 +3,8 @@ is the exercise's skeleton, and nbgrader's own commands (generate_assignment, au
 generate_feedback) give a correct submission full points and wrong ones none.
 
 The autograde test runs nbgrader in a temporary course directory: two assignments, five
-submissions (106 s measured on 2 busy cores; nbgrader's start-up and the notebook kernels are
-most of it).
+submissions: about a minute of CPU time (106 s of wall time on 2 cores shared with other jobs,
+300 s when the load average was 11); nbgrader's start-up and the notebook kernels are most of it.
 """
 
 from __future__ import annotations
