@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from .budgets import AccessCounter, BudgetCheck
 from .checker import ExerciseUsageError, RunResult, check, describe_error, get_spec
+from .progress import Progress, progress
 from .report import CheckResult
 from .show import show
 from .spec import Budget, Case, ExerciseSpec
@@ -32,10 +33,12 @@ __all__ = [
     "CheckResult",
     "ExerciseSpec",
     "ExerciseUsageError",
+    "Progress",
     "RunResult",
     "check",
     "describe_error",
     "get_spec",
     "list_exercises",
+    "progress",
     "show",
 ]

@@ -19,6 +19,7 @@ import numpy as np
 from ..backends.cpu import CPUBackend
 from ..errors import GpukitError, KernelError, KernelTimeoutError
 from .budgets import AccessCounter, judge
+from .progress import record as _record_progress
 
 TRACE_EVENTS = 4_000_000  # exercise launches are small: every access is traced for the budgets
 from .report import CheckResult, RunResult
@@ -273,6 +274,7 @@ def check(kernel: Any, exercise: str | ExerciseSpec, *, seed: int = 0, quiet: bo
     finally:
         backend.shutdown()
     result = CheckResult(spec, runs)
+    _record_progress(result)  # for progress()
     if not quiet:
         print(result.report)
     return result
