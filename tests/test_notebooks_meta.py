@@ -229,3 +229,58 @@ def test_links_to_notebooks_lead_to_one(path: Path) -> None:
         if cell["cell_type"] == "markdown":
             for match in LINK.finditer(_source(cell)):
                 assert (path.parent / match.group("target")).is_file(), match.group(0)
+
+
+# -- the learner install (`pip install -e ".[lab]"`) has everything the lessons use ----------------
+# gpukit modules that need an extra's wheels to do what the lessons do with them.
+NEEDS_EXTRA = {"gpukit.inspect": "inspect", "gpukit.occupancy.resources": "inspect",
+               "gpukit.occupancy.ptxas": "inspect", "gpukit.ptxas": "inspect"}
+
+
+def _requirement_name(requirement: str) -> str:
+    name = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)", requirement).group(1)
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _learner_install() -> tuple[set[str], dict[str, set[str]]]:
+    """(the distributions core + lab name, extra -> the distributions it names)."""
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10
+        tomllib = pytest.importorskip("tomli")
+    project = tomllib.loads((NOTEBOOKS.parent / "pyproject.toml").read_text())["project"]
+    extras = {name: {_requirement_name(r) for r in reqs}
+              for name, reqs in project["optional-dependencies"].items()}
+    return {_requirement_name(r) for r in project["dependencies"]} | extras["lab"], extras
+
+
+def _imported_modules(path: Path) -> set[str]:
+    modules = set()
+    for code in _code(path):
+        for node in ast.walk(ast.parse(code)):
+            if isinstance(node, ast.Import):
+                modules |= {alias.name for alias in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                modules.add(node.module)
+    return modules
+
+
+@pytest.mark.parametrize("path", LESSONS, ids=lambda p: p.name)
+def test_lessons_import_only_what_the_learner_install_installs(path: Path) -> None:
+    import importlib.metadata
+    import sys
+    installed, extras = _learner_install()
+    providers = importlib.metadata.packages_distributions()
+    for module in sorted(_imported_modules(path)):
+        top = module.split(".")[0]
+        if top in sys.stdlib_module_names or top == "gpukit":
+            pass
+        else:
+            names = {_requirement_name(d) for d in providers.get(top, [])}
+            assert names & installed, f"{module} comes from {names or '?'}, not in core + lab"
+        for prefix, extra in NEEDS_EXTRA.items():
+            if module == prefix or module.startswith(prefix + "."):
+                missing = extras[extra] - installed
+                assert not missing, f"{module} needs the {extra} extra: lab lacks {missing}"
+    if "%load_ext" in "".join(_source(c) for c in _cells(path)):
+        assert "jupyterlab" in installed   # IPython comes with it
