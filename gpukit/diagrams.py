@@ -3,9 +3,10 @@
 `thread_hierarchy()` (lesson 00): a grid of blocks, a block as warps of threads, a warp as lanes.
 `index_mapping(shape, block)` (lesson 03): which block and thread covers each element of a matrix,
 with the index formulas worked out for one thread. `coalescing(strides)` (lesson 06): a warp's 32
-addresses and the 32-byte sectors they touch. Each returns a `matplotlib.figure.Figure` (shown by
-IPython when it is a cell's value) and computes nothing a lesson relies on; the sector count is
-`sectors_touched`. They draw concepts, not a launch: `gpukit.trace.plot_block` draws a real one.
+addresses and the 32-byte sectors they touch. Each returns a `matplotlib.figure.Figure`, shown as
+a PNG by IPython when it is a cell's value (pyplot or not), and computes nothing a lesson relies
+on; the sector count is `sectors_touched`. They draw concepts, not a launch:
+`gpukit.trace.plot_block` draws a real one.
 """
 
 from __future__ import annotations
@@ -42,12 +43,21 @@ def _pair(name: str, value: object, most: int) -> tuple[int, int]:
 def _canvas(width: float, height: float, xlim: float, ylim: float) -> tuple[Figure, Axes]:
     from matplotlib.figure import Figure  # lazy: `import gpukit` does not import matplotlib
     fig = Figure(figsize=(width, height))
+    # shown as an image by IPython even where pyplot (and its inline backend) was never imported
+    fig._repr_png_ = lambda: _png(fig)
     ax = fig.add_axes((0.0, 0.0, 1.0, 1.0))
     ax.set_xlim(0, xlim)
     ax.set_ylim(0, ylim)
     ax.set_aspect("equal")
     ax.axis("off")
     return fig, ax
+
+
+def _png(fig: Figure) -> bytes:
+    import io
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", bbox_inches="tight")
+    return buffer.getvalue()
 
 
 def _box(ax: Axes, x: float, y: float, w: float, h: float, colour: str, *, edge: str = "black",

@@ -86,3 +86,8 @@ def test_bad_arguments(call, message) -> None:
     with pytest.raises(InvalidArgumentError) as info:
         call()
     assert str(info.value) == message
+
+
+def test_a_diagram_shows_as_png_in_ipython_without_pyplot() -> None:
+    png = diagrams.index_mapping()._repr_png_()
+    assert png.startswith(b"\x89PNG\r\n\x1a\n")
