@@ -187,3 +187,38 @@ def test_show_errors_plain_gpukit_error_no_error_and_other_exceptions(capsys) ->
     assert shown.error is None and capsys.readouterr().out == ""
     with pytest.raises(ZeroDivisionError), gpukit.show_errors():
         1 / 0  # noqa: B018
+
+
+@pytest.mark.slow
+def test_in_a_jupyter_kernel(tmp_path) -> None:
+    """The real thing: a notebook run by a Jupyter kernel goes on past show_errors, and the error
+    that stops it carries the learner's frame, the message and the kernel line, no gpukit frame."""
+    nbformat = pytest.importorskip("nbformat")
+    nbclient = pytest.importorskip("nbclient")
+    cells = [SETUP, "with gpukit.show_errors():\n    learner_helper()\nprint('went on')",
+             "learner_helper()", "print('not reached')"]
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
+    env_path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+    os.environ["PYTHONPATH"], saved = env_path, os.environ.get("PYTHONPATH")
+    try:
+        client = nbclient.NotebookClient(nb, timeout=120, kernel_name="python3",
+                                         resources={"metadata": {"path": str(tmp_path)}})
+        with pytest.raises(nbclient.exceptions.CellExecutionError):
+            client.execute()
+    finally:
+        if saved is None:
+            del os.environ["PYTHONPATH"]
+        else:
+            os.environ["PYTHONPATH"] = saved
+    shown = "".join(o.get("text", "") for o in nb.cells[1].outputs)
+    assert shown.startswith("OutOfBoundsError: 'a[i]' indexes global array a (shape (10,))")
+    assert shown.endswith("line 9:\n    a[i] = 1.0\nwent on\n")
+    (error,) = nb.cells[2].outputs
+    assert error.output_type == "error" and error.ename == "OutOfBoundsError"
+    traceback = ANSI.sub("", "\n".join(error.traceback))
+    assert "----> 1 learner_helper()" in traceback and "in learner_helper()" in traceback
+    assert "In kernel 'unguarded', thread (2, 0, 0) of block (1, 0, 0), Cell In[1], line 9:" \
+        in traceback
+    assert NOTE in traceback
+    assert "gpukit" + os.sep not in traceback.replace("gpukit.tracebacks", "")
+    assert nb.cells[3].outputs == []
