@@ -13,14 +13,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from .devices import SECTOR_BYTES, WARP_SIZE
 from .errors import InvalidArgumentError
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
-WARP_SIZE = 32
-SECTOR_BYTES = 32
 # one colour per block / warp, readable on white and in grey print
 COLOURS = ("#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1",
            "#ff9da7", "#9c755f", "#bab0ac")
@@ -191,7 +190,7 @@ def index_mapping(shape: tuple[int, int] = (5, 7), block: tuple[int, int] = (4, 
     ax.text(x0, y0 + 0.55, "x: columns (contiguous in memory)", fontsize=9)
     ax.annotate("", xy=(x0 - 0.3, y0 - grid[1] * by * s), xytext=(x0 - 0.3, y0),
                 arrowprops={"arrowstyle": "->", "lw": 1.2})
-    ax.text(x0 - 0.45, y0, "y: rows", fontsize=9, rotation=90, ha="right", va="top")
+    ax.text(x0 - 0.4, y0, "y: rows", fontsize=9, rotation=90, ha="right", va="top")
     # block outlines over the cells (drawn last, so they stay visible)
 
     # the worked example
