@@ -4,7 +4,8 @@ Two backends share one interface: CPUBackend, a GPU simulator that runs ordinary
 on the CPU and catches the bugs real hardware hides, and CUDABackend for real NVIDIA GPUs.
 `import gpukit` needs only numpy; numba, CuPy, matplotlib and ipywidgets load where they are used.
 `gpukit.simulate(...)` (loaded on first use) runs numba.cuda programs unchanged on the simulator;
-`%load_ext gpukit` adds the `%gpukit` magic to IPython.
+`%load_ext gpukit` adds the `%gpukit` magic to IPython. In IPython, gpukit's errors show the
+learner's frames, not gpukit's (`gpukit.tracebacks(False)` turns that off; gpukit.notebook).
 """
 
 from __future__ import annotations
@@ -20,9 +21,12 @@ from .backends import (
     registered_backends,
 )
 from .devices import DeviceProfile, get_profile, list_profiles
+from .notebook import install_default as _install_tracebacks
+from .notebook import show_errors, tracebacks
 
 __version__ = "0.1.0"
 
+_install_tracebacks()   # in IPython: gpukit's errors show the learner's frames (gpukit.notebook)
 
 
 def __getattr__(name: str) -> Any:
@@ -34,6 +38,7 @@ def __getattr__(name: str) -> Any:
 
 def load_ipython_extension(ipython: Any) -> None:
     """`%load_ext gpukit`: registers the `%gpukit` line magic (`%gpukit simulate [device]`)."""
+    _install_tracebacks()
     from .simulate.magic import register  # lazy: IPython loads it only for %load_ext gpukit
     register(ipython)
 
@@ -54,6 +59,8 @@ __all__ = [
     "list_profiles",
     "register_backend",
     "registered_backends",
+    "show_errors",
     "simulate",
     "trace",
+    "tracebacks",
 ]

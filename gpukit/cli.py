@@ -3,14 +3,16 @@
 `info` reports each backend (usable, or why not), the selected backend's device and memory, and
 whether kernels can be inspected; `devices` prints the device profiles and the per-compute-
 capability limits; `occupancy` runs the occupancy calculator (or searches the best block size);
-`selftest` runs `gpukit.selftest` (the only command that launches kernels). Bad arguments
-exit with status 2, gpukit errors with 1.
+`selftest` runs `gpukit.selftest` (the only command that launches kernels); `lab` starts
+JupyterLab (`jupyter lab`, with `--allow-root` when run as root, as in containers and cloud VMs,
+where JupyterLab otherwise refuses to start). Bad arguments exit with status 2, gpukit errors with 1.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.util
 import os
 import platform
 import sys
@@ -216,7 +218,50 @@ def build_parser() -> argparse.ArgumentParser:
     test.add_argument("--quick", action="store_true",
                       help="four corpus kernels and two ops instead of all of them")
     test.set_defaults(run=_selftest)
+
+    lab = commands.add_parser(
+        "lab", help="start JupyterLab (also as root: containers, cloud VMs)",
+        description="Runs `jupyter lab` with the arguments given (a folder such as notebooks/, "
+        "--port, ...) in this Python environment, adding --allow-root when run as root, which "
+        "JupyterLab otherwise refuses.")
+    lab.add_argument("args", nargs="*", metavar="ARGS",
+                     help="passed to jupyter lab as they are, e.g. notebooks/ --port 8889")
+    lab.set_defaults(run=_lab)
     return parser
+
+
+def _is_root() -> bool:
+    return hasattr(os, "geteuid") and os.geteuid() == 0
+
+
+def lab_command(args: Sequence[str], root: bool | None = None) -> list[str]:
+    """The command `gpukit lab ARGS` runs: this Python's JupyterLab, `--allow-root` added as
+    root (unless given already)."""
+    command = [sys.executable, "-m", "jupyterlab", *args]
+    if (_is_root() if root is None else root) and "--allow-root" not in args:
+        command.append("--allow-root")
+    return command
+
+
+def _exec(command: list[str]) -> int:
+    """Replace this process with `command` (so Ctrl-C reaches JupyterLab), or run it where
+    there is no exec (Windows)."""
+    if os.name == "posix":
+        os.execv(command[0], command)
+    import subprocess  # lazy: only Windows needs it
+    return subprocess.call(command)
+
+
+def _lab(args: argparse.Namespace) -> int:
+    if importlib.util.find_spec("jupyterlab") is None:
+        print("gpukit: error: JupyterLab is not installed in this environment: "
+              "pip install -e \".[lab]\" installs it with everything the lessons use",
+              file=sys.stderr)
+        return 1
+    command = lab_command(args.args)
+    if command[-1] == "--allow-root" and "--allow-root" not in args.args:
+        print("gpukit: running as root, so JupyterLab starts with --allow-root", file=sys.stderr)
+    return _exec(command)
 
 
 def _selftest(args: argparse.Namespace) -> int:
@@ -233,8 +278,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"gpukit: error: the arguments must be a list of strings, got {argv!r}",
               file=sys.stderr)
         return 2
+    argv = sys.argv[1:] if argv is None else list(argv)
     try:
-        args = parser.parse_args(argv)
+        args = parser.parse_args(argv[:1] if argv[:1] == ["lab"] else argv)
+        if argv[:1] == ["lab"]:   # everything after `lab` is jupyter's, options included
+            args.args = argv[1:]
     except SystemExit as exc:  # argparse exits 2 on bad arguments (0 for --help)
         return exc.code if isinstance(exc.code, int) else 2
     try:

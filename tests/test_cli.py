@@ -186,3 +186,67 @@ def test_info_without_a_gpu_never_crashes(block_cupy):
         assert "\n  cpu   available" in proc.stdout
     else:
         assert proc.returncode == 1 and "gpukit: error: no backend can be used" in proc.stderr
+
+
+# -- gpukit lab -------------------------------------------------------------------------------------
+def test_lab_command_adds_allow_root_only_as_root():
+    from gpukit.cli import lab_command
+    base = [sys.executable, "-m", "jupyterlab"]
+    assert lab_command(["notebooks/"], root=False) == [*base, "notebooks/"]
+    assert lab_command(["notebooks/"], root=True) == [*base, "notebooks/", "--allow-root"]
+    assert lab_command(["--allow-root"], root=True) == [*base, "--allow-root"]
+
+
+def test_lab_passes_every_argument_to_jupyter(capsys, monkeypatch):
+    from gpukit import cli
+    ran = []
+    monkeypatch.setattr(cli, "_exec", lambda command: ran.append(command) or 0)
+    monkeypatch.setattr(cli, "_is_root", lambda: True)
+    assert run(capsys, "lab", "notebooks/", "--port", "8899", "--no-browser") == (
+        0, "", "gpukit: running as root, so JupyterLab starts with --allow-root\n")
+    assert ran == [[sys.executable, "-m", "jupyterlab", "notebooks/", "--port", "8899",
+                    "--no-browser", "--allow-root"]]
+    monkeypatch.setattr(cli, "_is_root", lambda: False)
+    assert run(capsys, "lab", "--version") == (0, "", "")
+    assert ran[-1] == [sys.executable, "-m", "jupyterlab", "--version"]
+
+
+def test_lab_without_jupyterlab_says_how_to_install_it(capsys, monkeypatch):
+    from gpukit import cli
+    monkeypatch.setattr(cli.importlib.util, "find_spec", lambda name: None)
+    message = ('gpukit: error: JupyterLab is not installed in this environment: pip install -e '
+               '".[lab]" installs it with everything the lessons use\n')
+    assert run(capsys, "lab") == (1, "", message)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(importlib.util.find_spec("jupyterlab") is None, reason="needs JupyterLab")
+def test_lab_starts_jupyterlab_here(tmp_path):
+    """The real thing: JupyterLab starts (and, as root, would refuse without --allow-root)."""
+    import os
+    import socket
+    import time
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {**os.environ, "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime"),
+           "JUPYTER_CONFIG_DIR": str(tmp_path / "config"), "JUPYTER_DATA_DIR": str(tmp_path)}
+    args = ["--no-browser", f"--port={port}", "--ServerApp.port_retries=0",
+            "--IdentityProvider.token=gpukit-test", f"--ServerApp.root_dir={tmp_path}"]
+    proc = subprocess.Popen([sys.executable, "-m", "gpukit.cli", "lab", *args], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline, seen = time.monotonic() + 120, []
+        while time.monotonic() < deadline:
+            line = proc.stdout.readline()
+            seen.append(line)
+            if f":{port}/lab" in line or not line:
+                break
+        assert any(f":{port}/lab" in line for line in seen), "".join(seen)
+    finally:
+        proc.terminate()
+        proc.wait(30)
+    if os.geteuid() == 0:   # what the subcommand saves a root user from
+        refused = subprocess.run([sys.executable, "-m", "jupyterlab", *args], env=env,
+                                 check=False, capture_output=True, text=True, timeout=120)
+        assert refused.returncode != 0 and "--allow-root" in refused.stderr
