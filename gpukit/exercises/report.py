@@ -28,6 +28,12 @@ class RunResult:
     kind: str  # "ok", an error class name, "mismatch", "unwritten", "input_modified", "budget"
     message: str = ""
     budgets: list[BudgetCheck] = field(default_factory=list)
+    facts: dict = field(default_factory=dict)  # what happened: "cause", "unwritten", "wrong", ...
+
+    @property
+    def cause(self) -> str | None:
+        """What the evidence shows went wrong ("race:two_lines", "oob:shared", ...), if known."""
+        return self.facts.get("cause")
 
     @property
     def schedule_text(self) -> str:
@@ -65,6 +71,43 @@ HINTS = {
     "signature": "Keep the kernel's parameters as the skeleton gives them.",
 }
 
+CAUSE_HINTS = {
+    "race:blocks": "Threads of different blocks touched the same element, and no barrier can "
+    "order them: give each block its own elements (index with the global index), or combine "
+    "the blocks' results with cuda.atomic.add.",
+    "race:same_statement_writes": "Several threads of one block write the same element at the "
+    "same line, so no barrier can help: each element should be written by one thread. If every "
+    "thread runs a loop over elements that other threads also handle, drop the loop (each "
+    "thread does its own element) or let one thread do it (`if t == 0:`); to add up, use "
+    "cuda.atomic.add.",
+    "race:same_statement": "In one statement a thread reads an element that another thread of "
+    "the block writes in the same statement: read the value into a register, "
+    "cuda.syncthreads(), then write it, and cuda.syncthreads() again before the next step.",
+    "race:two_lines": "Two lines touch the same element from different threads of one block "
+    "with no barrier between them: put cuda.syncthreads() (not cuda.syncwarp(): a block has "
+    "several warps) after the first and before the second, reached by every thread of the "
+    "block.",
+    "oob:shared": "A shared array belongs to one block and has one slot per thread of the block "
+    "(or what you declared): index it with cuda.threadIdx.x (the place in the block), and the "
+    "global arrays with the global index.",
+    "oob:local": "A local array (cuda.local.array) indexed past its size: check the loop bounds.",
+    "unwritten:untouched": "Some cases show the kernel can write the output, so look at what "
+    "differs in this case: a guard such as `if i < n - 1:` or `if i < 32:` that no thread "
+    "passes here, or a loop whose range is empty for these sizes.",
+    "mismatch:untouched": "Some cases show the kernel can write the output, so look at what "
+    "differs in this case: a guard no thread passes here, or a loop whose range is empty for "
+    "these sizes.",
+    "unwritten:skeleton": "Fill in the kernel: every element of the output needs a thread that "
+    "writes it.",
+    "mismatch:skeleton": "Fill in the kernel: the output still holds its starting value.",
+}
+"""Hints for what the evidence of a failure shows (`RunResult.cause`); they come before the hint
+for the kind of failure, which may not fit (a race inside one statement needs no barrier)."""
+
+PATTERN_KINDS = {"several_blocks": {"unwritten", "mismatch", "RaceConditionError"}}
+"""A pattern's hint applies only to these kinds of failure (absent: to any): "compute the global
+index" is backwards for an out-of-bounds access to shared memory that only several blocks show."""
+
 PATTERN_HINTS = {
     "several_blocks": "With several blocks, each block must work on its own part of the data "
     "(compute the global index, cuda.grid(1), not only threadIdx.x), and blocks may combine "
@@ -83,6 +126,7 @@ class CheckResult:
 
     spec: ExerciseSpec
     runs: list[RunResult]
+    seed: int = 0  # check's seed: the same seed replays the same sizes, inputs and orders
 
     @property
     def exercise(self) -> str:
@@ -192,7 +236,7 @@ def _case_lines(result: CheckResult) -> list[str]:
     for run in result.runs:
         by_case.setdefault(id(run.case), []).append(run)
     for runs in by_case.values():
-        where = runs[0].case.describe()
+        where = runs[0].case.describe() + (" (drawn)" if "drawn" in runs[0].case.tags else "")
         bad = [r for r in runs if not r.passed]
         if not bad:
             lines.append(f"  ✓ {where}")
@@ -214,10 +258,29 @@ def _budget_summary(result: CheckResult) -> str:
     return "; ".join(text for _, text in worst.values())
 
 
+def failure_hint(run: RunResult, spec: ExerciseSpec) -> str:
+    """The hint for one failure: for what its evidence shows first (the exercise's own, then the
+    general one), then for its kind (the exercise's own, then the general one)."""
+    cause = run.cause
+    if cause is not None and (cause in spec.hints or cause in CAUSE_HINTS):
+        return spec.hints.get(cause) or CAUSE_HINTS[cause]
+    return spec.hints.get(run.kind) or HINTS.get(run.kind, "")
+
+
+def _pattern_hint(tag: str, run: RunResult, spec: ExerciseSpec) -> str:
+    if f"pattern:{tag}:{run.kind}" in spec.hints:
+        return spec.hints[f"pattern:{tag}:{run.kind}"]
+    if f"pattern:{tag}" in spec.hints:
+        return spec.hints[f"pattern:{tag}"]
+    if run.kind in PATTERN_KINDS.get(tag, {run.kind}):
+        return PATTERN_HINTS.get(tag, "")
+    return ""
+
+
 def format_report(result: CheckResult) -> str:
     spec, runs = result.spec, result.runs
     n_ok = sum(r.passed for r in runs)
-    head = f"check('{spec.name}') · {spec.title}"
+    head = f"check('{spec.name}', seed={result.seed}) · {spec.title}"
     if result.passed:
         lines = [head, f"PASSED all {len(runs)} runs (each case in block order and shuffled):"]
         lines += _case_lines(result)
@@ -239,8 +302,8 @@ def format_report(result: CheckResult) -> str:
         sentence, tag = pattern
         lines.append(_wrap(f"Pattern: {sentence}", ""))
         if tag is not None:
-            hint_parts.append(spec.hints.get(f"pattern:{tag}") or PATTERN_HINTS.get(tag, ""))
-    hint_parts.append(spec.hints.get(first.kind) or HINTS.get(first.kind, ""))
+            hint_parts.append(_pattern_hint(tag, first, spec))
+    hint_parts.append(failure_hint(first, spec))
     if not any(hint_parts) and "general" in spec.hints:
         hint_parts.append(spec.hints["general"])
     hint = " ".join(dict.fromkeys(p for p in hint_parts if p))
