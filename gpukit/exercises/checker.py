@@ -209,27 +209,47 @@ def _compare(name: str, got: np.ndarray, want: np.ndarray, written: np.ndarray |
 
 
 _SPACE = re.compile(r"indexes (?:axis \d+ of )?(\w+) array")
-_VERBS = re.compile(r"\) (reads|writes) it at")
+_ACCESS = re.compile(r"(reads|writes) it at line \d+ \('(.*?)'\)")
 
 
 def error_cause(exc: BaseException) -> str | None:
     """What a kernel error shows happened, for the hint: "oob:shared", "race:blocks", ...
 
-    Races: "race:blocks" (two blocks: no barrier orders them), "race:same_statement_writes"
-    (threads of one block write one element at one line: one thread should, or atomically),
-    "race:same_statement" (one line reads what another thread writes there), "race:two_lines".
+    Races: "race:blocks" (two blocks: no barrier orders them), "race:atomic_and_plain" (the
+    same between an atomic and a plain access: an atomic writes too), "race:same_element" (threads of one block
+    update one element with the same code: one thread should, or atomically), "race:same_statement"
+    (one line reads what another thread writes there), "race:two_lines" (a barrier is missing).
     """
     if isinstance(exc, OutOfBoundsError):
         found = _SPACE.search(exc.detail)
         return f"oob:{found.group(1)}" if found else None
     if isinstance(exc, RaceConditionError):
+        accesses = _ACCESS.findall(exc.detail)
+        texts = [text for _, text in accesses]
         if exc.block is not None and exc.other_block is not None and exc.block != exc.other_block:
+            # between blocks, so in global memory: no barrier can order these
+            if any("atomic" in text for text in texts) and not all("atomic" in t for t in texts):
+                return "race:atomic_and_plain"
             return "race:blocks"
         if exc.lineno is not None and exc.lineno == exc.other_lineno:
-            if _VERBS.findall(exc.detail) == ["writes", "writes"]:
-                return "race:same_statement_writes"
+            if len(texts) == 2 and texts[0] == texts[1]:
+                return "race:same_element"
             return "race:same_statement"
         return "race:two_lines"
+    return None
+
+
+def budget_cause(over: list[Any], counter: AccessCounter) -> str | None:
+    """What a budget failure shows: atomics where none belong, or shared memory declared but not
+    used (so the exercise's staging hint is not the first thing to say)."""
+    names = {b.name for b in over}
+    atomics = next((b for b in over if b.name == "global_atomics_per_block"), None)
+    if atomics is not None and atomics.limit == 0:
+        return "budget:atomics"
+    shared = next((b for b in over if b.name == "min_shared_bytes"), None)
+    if names == {"min_shared_bytes"} and shared.declared is not None \
+            and shared.declared >= shared.limit and counter.shared_unused:
+        return "budget:unused_shared"
     return None
 
 
@@ -293,6 +313,9 @@ def _run(kernels: _Kernels, spec: ExerciseSpec, case: Case, schedule: str, seed:
             f"over budget: {b.describe()}" + (f", by {b.where}" if b.where else "")
             if b.name != "min_shared_bytes" else f"under the minimum: {b.describe()}{unused}"
             for b in over), {"over": [b.name for b in over]})
+        cause = budget_cause(over, counter)
+        if cause is not None:
+            failure[2]["cause"] = cause
     if failure is None:
         return RunResult(case, schedule, seed, True, "ok", "", budgets, facts=facts)
     return RunResult(case, schedule, seed, False, failure[0], failure[1], budgets,

@@ -75,11 +75,14 @@ CAUSE_HINTS = {
     "race:blocks": "Threads of different blocks touched the same element, and no barrier can "
     "order them: give each block its own elements (index with the global index), or combine "
     "the blocks' results with cuda.atomic.add.",
-    "race:same_statement_writes": "Several threads of one block write the same element at the "
-    "same line, so no barrier can help: each element should be written by one thread. If every "
-    "thread runs a loop over elements that other threads also handle, drop the loop (each "
-    "thread does its own element) or let one thread do it (`if t == 0:`); to add up, use "
-    "cuda.atomic.add.",
+    "race:atomic_and_plain": "An atomic and a plain access touched the same element. An atomic "
+    "is a write too, even cuda.atomic.add(x, j, 0): read inputs with plain reads, and update a "
+    "result that several threads share only with atomics.",
+    "race:same_element": "Several threads of one block update the same element with the same "
+    "code (the same index in the same statement), so no barrier can order them: that update "
+    "is one thread's job. If every thread runs a loop over data the other threads also "
+    "handle, remove the loop (each thread does its own part) or let one thread do it "
+    "(`if t == 0:`); to add up from many threads, use cuda.atomic.add.",
     "race:same_statement": "In one statement a thread reads an element that another thread of "
     "the block writes in the same statement: read the value into a register, "
     "cuda.syncthreads(), then write it, and cuda.syncthreads() again before the next step.",
@@ -90,6 +93,12 @@ CAUSE_HINTS = {
     "oob:shared": "A shared array belongs to one block and has one slot per thread of the block "
     "(or what you declared): index it with cuda.threadIdx.x (the place in the block), and the "
     "global arrays with the global index.",
+    "budget:atomics": "This exercise needs no atomics: a cuda.atomic.* call on global memory is "
+    "a read and a write of that element (cuda.atomic.add(x, j, 0) is a read in disguise), and "
+    "it counts against the budgets. Use plain reads and writes.",
+    "budget:unused_shared": "Declaring a shared array is not using it: the budget counts shared "
+    "arrays that the kernel writes and then reads. Load the data into shared memory, "
+    "cuda.syncthreads(), and compute from the shared copy.",
     "oob:local": "A local array (cuda.local.array) indexed past its size: check the loop bounds.",
     "unwritten:untouched": "Some cases show the kernel can write the output, so look at what "
     "differs in this case: a guard such as `if i < n - 1:` or `if i < 32:` that no thread "
@@ -104,7 +113,7 @@ CAUSE_HINTS = {
 """Hints for what the evidence of a failure shows (`RunResult.cause`); they come before the hint
 for the kind of failure, which may not fit (a race inside one statement needs no barrier)."""
 
-PATTERN_KINDS = {"several_blocks": {"unwritten", "mismatch", "RaceConditionError"}}
+PATTERN_KINDS = {"several_blocks": {"unwritten", "mismatch"}}
 """A pattern's hint applies only to these kinds of failure (absent: to any): "compute the global
 index" is backwards for an out-of-bounds access to shared memory that only several blocks show."""
 
@@ -115,6 +124,11 @@ PATTERN_HINTS = {
     "partial_block": "The last block has threads past the end of the data: guard their "
     "accesses, and make sure their elements (and shared-memory slots) are still handled.",
     "shuffle": "The result depends on the order in which blocks run or racing writes land.",
+    "several_warps": "Something in the kernel holds only within one warp of 32 threads: a step "
+    "the whole block must finish needs cuda.syncthreads() (cuda.syncwarp() waits for one warp), "
+    "a thread's place in the block is cuda.threadIdx.x (cuda.laneid restarts at 0 in every "
+    "warp), and a sum over the block goes through shared memory (a warp shuffle reaches only "
+    "the 32 threads of its warp).",
     "fewer_threads_than_elements": "When the grid is smaller than the data, each thread must "
     "handle several elements: loop with a stride of the whole grid (cuda.gridsize(1)).",
 }
@@ -168,12 +182,14 @@ def _tags(run: RunResult) -> set[str]:
     return tags
 
 
-def _tag_text(tag: str, spec: ExerciseSpec) -> str:
+def _tag_text(tag: str, spec: ExerciseSpec, only: bool = False) -> str:
+    """A tag as words; `only`: for "passes only when", where a factory argument's value points at
+    a number written into the kernel."""
     if f"tag:{tag}" in spec.hints:
         return spec.hints[f"tag:{tag}"]
     if tag in TAG_TEXTS:
         return TAG_TEXTS[tag]
-    if "=" in tag:
+    if "=" in tag and only:
         return f"{tag} (did you write a number where the argument belongs?)"
     return tag
 
@@ -190,7 +206,8 @@ def main_failure(runs: list[RunResult]) -> RunResult | None:
 
 
 def _priority(tag: str) -> tuple[int, str]:
-    order = ["shuffle", "several_blocks", "fewer_threads_than_elements", "partial_block"]
+    order = ["several_warps", "shuffle", "several_blocks", "fewer_threads_than_elements",
+             "partial_block", "drawn"]
     if tag in order:
         return (1 + order.index(tag), tag)
     if tag in TAG_TEXTS or "=" in tag:
@@ -214,7 +231,7 @@ def find_pattern(runs: list[RunResult], spec: ExerciseSpec) -> tuple[str, str | 
     only_rest = set.intersection(*rest) - set.union(*failing)
     params = sorted(t for t in only_rest if "=" in t)
     if all_pass and params:
-        return f"the kernel passes only when {_tag_text(params[0], spec)}.", None
+        return f"the kernel passes only when {_tag_text(params[0], spec, True)}.", None
     for tag in sorted(only_fail, key=_priority):
         return f"{what} exactly when {_tag_text(tag, spec)}.", tag
     if all_pass:

@@ -16,6 +16,7 @@ import numpy as np
 from ..utils import ceil_div
 
 Limit = int | Callable[["Case"], int] | None
+WARP = 32
 DRAW_STREAM = 0xCA5E  # the drawn cases' random stream, apart from the inputs' streams
 
 
@@ -121,7 +122,8 @@ class ExerciseSpec:
         if self.drawn is not None:
             cases += [replace(c, tags=c.tags | {"drawn"})
                       for c in self.drawn(np.random.default_rng([int(seed), DRAW_STREAM]))]
-        return cases
+        return [replace(c, tags=c.tags | {"several_warps" if np.prod(c.block) > WARP
+                                          else "one_warp"}) for c in cases]
 
     @property
     def call(self) -> str:
@@ -161,6 +163,8 @@ TAG_TEXTS = {
     "fewer_threads_than_elements": "the grid has fewer threads than there are elements",
     "shuffle": "blocks and racing writes run in a shuffled order",
     "ordered": "blocks run in index order",
+    "one_warp": "the block is one warp (32 threads) or less",
+    "several_warps": "the block has several warps (more than 32 threads)",
     "drawn": "the size is one drawn for this seed, not a fixed one (sizes written into the "
     "kernel?)",
 }

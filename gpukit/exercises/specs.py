@@ -151,10 +151,10 @@ def _cases_tpb(pairs: tuple[tuple[int, int], ...], **params: int) -> list[Case]:
 
 
 FIXED_TPB = ((5, 32), (64, 32), (100, 32), (256, 256), (300, 256), (1000, 256))
-"""(n, TPB) of the 1D factory exercises, after their sub-warp cases (TPB=8): one-warp and
-eight-warp blocks, whole and partial, one block and several. Every new TPB compiles the learner's
-kernel once more (seconds), so the drawn cases draw sizes for these block sizes."""
-FACTORY_TPB = (8, 32, 256)
+"""(n, TPB) of the 1D factory exercises: one-warp and eight-warp blocks, whole and partial, one
+block and several. Every new TPB compiles the learner's kernel once more (seconds), so the drawn
+cases draw sizes for these two block sizes."""
+FACTORY_TPB = (32, 256)
 
 
 def _drawn_tpb(rng: np.random.Generator) -> list[Case]:
@@ -182,7 +182,7 @@ SHARED_MEMORY = ExerciseSpec(
     inputs=lambda rng, c: {"a": _vals(rng, _n(c)), "n": _n(c)},
     reference=lambda x, c: {"out": x["a"][::-1].copy()},
     outputs={"out": "uninitialized"},
-    cases=lambda: _cases_tpb(((8, 8), (21, 8), *FIXED_TPB)),
+    cases=lambda: _cases_tpb(((21, 32), *FIXED_TPB)),
     drawn=_drawn_tpb,
     budget=Budget(global_reads_per_thread=1, global_writes_per_thread=1,
                   global_atomics_per_block=0, min_shared_bytes=_shared_tpb),
@@ -204,7 +204,7 @@ POOLING = ExerciseSpec(
     inputs=lambda rng, c: {"a": _vals(rng, _n(c)), "n": _n(c)},
     reference=lambda x, c: {"out": np.convolve(x["a"], np.ones(3, F32))[:len(x["a"])]},
     outputs={"out": "uninitialized"},
-    cases=lambda: _cases_tpb(((6, 8), (8, 8), (30, 8), *FIXED_TPB)),
+    cases=lambda: _cases_tpb(((2, 32), (32, 32), *FIXED_TPB)),
     drawn=_drawn_tpb,
     budget=Budget(global_reads_per_thread=2, global_writes_per_thread=1,
                   global_atomics_per_block=0, min_shared_bytes=_shared_tpb),
@@ -224,7 +224,7 @@ DOT = ExerciseSpec(
     inputs=lambda rng, c: {"a": _vals(rng, _n(c)), "b": _vals(rng, _n(c)), "n": _n(c)},
     reference=lambda x, c: {"out": np.array([np.dot(x["a"], x["b"])], F32)},
     outputs={"out": "zeros"},
-    cases=lambda: _cases_tpb(((5, 8), (8, 8), (50, 8), (300, 32), *FIXED_TPB)),
+    cases=lambda: _cases_tpb(((32, 32), (300, 32), *FIXED_TPB)),
     drawn=_drawn_tpb,
     # thread 0's atomic reads and writes out[0]: 3 reads (a[i], b[i], out[0]) and 1 write
     budget=Budget(global_reads_per_thread=3, global_writes_per_thread=1,
@@ -239,8 +239,7 @@ DOT = ExerciseSpec(
 # -- 8. 1D convolution ---------------------------------------------------------------------------
 def _conv_cases() -> list[Case]:
     return [case_1d(n, tpb, params={"TPB": tpb, "K": k}) for n, tpb, k in (
-        (6, 8, 3), (20, 8, 3), (17, 8, 5), (64, 32, 4), (100, 32, 4), (256, 256, 7),
-        (700, 256, 7))]
+        (6, 32, 3), (32, 32, 3), (70, 32, 3), (256, 256, 5), (300, 256, 5), (700, 256, 5))]
 
 
 CONV1D = ExerciseSpec(
@@ -283,7 +282,7 @@ PREFIX_SUM = ExerciseSpec(
     inputs=lambda rng, c: {"a": _vals(rng, _n(c)), "n": _n(c)},
     reference=lambda x, c: {"out": _block_scan(x["a"], _tpb(c))},
     outputs={"out": "uninitialized"},
-    cases=lambda: _cases_tpb(((5, 8), (8, 8), (20, 8), *FIXED_TPB)),
+    cases=lambda: _cases_tpb(((32, 32), *FIXED_TPB)),
     drawn=_drawn_tpb,
     budget=Budget(global_reads_per_thread=1, global_writes_per_thread=1,
                   global_atomics_per_block=0, min_shared_bytes=_shared_tpb),
@@ -311,9 +310,9 @@ AXIS_SUM = ExerciseSpec(
     inputs=lambda rng, c: {"a": _vals(rng, (c.size["rows"], c.size["cols"]))},
     reference=lambda x, c: {"out": x["a"].sum(axis=1, dtype=F32)},
     outputs={"out": "uninitialized"},
-    cases=lambda: [_case_rows(1, 5, 8), _case_rows(3, 8, 8), _case_rows(4, 20, 8),
-                   _case_rows(5, 32, 32), _case_rows(3, 100, 32), _case_rows(1, 256, 256),
-                   _case_rows(2, 40, 256), _case_rows(3, 1000, 256)],
+    cases=lambda: [_case_rows(1, 5, 32), _case_rows(3, 32, 32), _case_rows(4, 70, 32),
+                   _case_rows(3, 100, 32), _case_rows(1, 256, 256), _case_rows(2, 40, 256),
+                   _case_rows(3, 1000, 256)],
     drawn=lambda rng: [_case_rows(_int(rng, 1, 4), _int(rng, 1, 4 * (t := _pick(
         rng, FACTORY_TPB))), t) for _ in range(2)],
     budget=Budget(global_reads_per_thread=lambda c: ceil_div(c.size["cols"], _tpb(c)),
@@ -348,9 +347,9 @@ MATMUL = ExerciseSpec(
     reference=lambda x, c: {"out": (x["a"] @ x["b"]).astype(F32)},
     outputs={"out": "uninitialized"},
     cases=lambda: [_case_mm(4, 4, 4, 4), _case_mm(12, 3, 10, 4), _case_mm(5, 7, 3, 4),
-                   _case_mm(10, 9, 13, 4), _case_mm(16, 16, 16, 8), _case_mm(9, 20, 6, 8),
-                   _case_mm(16, 16, 16, 16), _case_mm(40, 37, 20, 16), _case_mm(8, 64, 24, 16)],
-    drawn=lambda rng: [_case_mm(_int(rng, 1, 3 * (t := _pick(rng, (4, 8, 16)))),
+                   _case_mm(10, 9, 13, 4), _case_mm(16, 16, 16, 16), _case_mm(40, 37, 20, 16),
+                   _case_mm(8, 64, 24, 16)],
+    drawn=lambda rng: [_case_mm(_int(rng, 1, 3 * (t := _pick(rng, (4, 16)))),
                                 _int(rng, 1, 5 * t), _int(rng, 1, 3 * t), t) for _ in range(2)],
     budget=Budget(global_reads_per_thread=lambda c: 2 * ceil_div(c.size["K"], _tpb(c)),
                   global_writes_per_thread=1, global_atomics_per_block=0,
@@ -373,8 +372,7 @@ def _bins_per_thread(case: Case) -> int:
 
 def _histogram_cases() -> list[Case]:
     return [case_1d(n, tpb, params={"TPB": tpb, "BINS": bins}) for n, tpb, bins in (
-        (5, 8, 4), (30, 8, 4), (40, 8, 16), (100, 32, 10), (300, 32, 10), (256, 256, 7),
-        (1000, 256, 7))]
+        (5, 32, 4), (30, 32, 4), (100, 32, 40), (300, 32, 40), (256, 256, 7), (1000, 256, 7))]
 
 
 HISTOGRAM = ExerciseSpec(
@@ -400,7 +398,7 @@ HISTOGRAM = ExerciseSpec(
            "over the bins when BINS > TPB), cuda.syncthreads(), count with cuda.atomic.add on "
            "the shared counters, cuda.syncthreads(), then add each counter to out once.",
            **dict.fromkeys(("RaceConditionError", "race:same_statement", "race:blocks",
-                            "race:same_statement_writes"),
+                            "race:same_element"),
                            "out[v] += 1 from many threads loses counts: use cuda.atomic.add.")},
 )
 
