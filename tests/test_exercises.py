@@ -272,7 +272,7 @@ def test_factory_that_returns_nothing_is_reported() -> None:
 
     result = check(make_kernel, "dot", quiet=True)
     assert result.main_failure.kind == "factory"
-    assert "make_kernel(TPB=8) returned None instead of a kernel" in _flat(result.report)
+    assert "make_kernel(TPB=32) returned None instead of a kernel" in _flat(result.report)
 
 
 def test_kernel_with_the_wrong_parameters_is_reported() -> None:

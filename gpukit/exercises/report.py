@@ -230,6 +230,9 @@ def find_pattern(runs: list[RunResult], spec: ExerciseSpec) -> tuple[str, str | 
     only_fail = set.intersection(*failing) - set.union(*rest)
     only_rest = set.intersection(*rest) - set.union(*failing)
     params = sorted(t for t in only_rest if "=" in t)
+    facts = sorted((t for t in only_fail if "=" not in t), key=_priority)
+    if facts:  # a fact about the failing cases says more than the value of an argument
+        return f"{what} exactly when {_tag_text(facts[0], spec)}.", facts[0]
     if all_pass and params:
         return f"the kernel passes only when {_tag_text(params[0], spec, True)}.", None
     for tag in sorted(only_fail, key=_priority):
