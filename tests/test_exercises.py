@@ -307,8 +307,10 @@ def test_a_kernel_that_hangs_stops_the_check_early() -> None:
             out[i] = 1.0
 
     result = check(map_kernel, "map", quiet=True, watchdog_s=0.2)
-    assert result.main_failure.kind == "KernelTimeoutError"
-    assert len(result.runs) == 1  # the first run timed out: no point in trying the others
+    # whichever comes first: the watchdog, or the trace of its endless writes filling up
+    assert result.main_failure.kind in ("KernelTimeoutError", "TraceTooLargeError")
+    assert len(result.runs) == 1  # the first run did not end: no point in trying the others
+    assert "never end" in result.report
 
 
 def test_a_kernel_that_writes_its_input_is_reported() -> None:

@@ -33,6 +33,7 @@ from .specs import EXERCISES
 __all__ = ["ExerciseUsageError", "RunResult", "check", "describe_error", "error_cause", "get_spec"]
 
 TRACE_EVENTS = 4_000_000  # exercise launches are small: every access is traced for the budgets
+_STOPS = (KernelTimeoutError.__name__, "TraceTooLargeError")  # a loop that never ends: stop checking
 
 
 class ExerciseUsageError(GpukitError, ValueError):
@@ -376,9 +377,9 @@ def check(kernel: Any, exercise: str | ExerciseSpec, *, seed: int = 0, quiet: bo
             for schedule, run_seed in (("ordered", None), ("shuffle", int(seed) + index + 1)):
                 run = _run(kernels, spec, case, schedule, run_seed, inputs, expected)
                 runs.append(run)
-                if run.kind == KernelTimeoutError.__name__:
+                if run.kind in _STOPS:
                     break
-            if runs and runs[-1].kind == KernelTimeoutError.__name__:
+            if runs and runs[-1].kind in _STOPS:
                 break  # a kernel that hangs would hang in every case: stop here
     finally:
         backend.shutdown()

@@ -54,6 +54,9 @@ HINTS = {
     "barrier), and do not `return` early before a barrier.",
     "KernelTimeoutError": "The kernel did not finish: a loop never ends for some thread. Check "
     "the loop's condition and that its variable changes every iteration.",
+    "TraceTooLargeError": "The kernel made millions of memory accesses, far more than the "
+    "exercise needs: a loop probably never ends (check its condition, and that its variable "
+    "changes every iteration).",
     "LaunchConfigError": "The launch asks for more than the device allows (often too much shared "
     "memory): size arrays from the factory's arguments.",
     "KernelArithmeticError": "A thread divided an integer by zero.",
