@@ -73,8 +73,14 @@ def test_twelve_exercises_in_workshop_order() -> None:
 @pytest.mark.parametrize("name", list(EXERCISES))
 def test_specs_try_sizes_that_catch_lucky_answers(name: str) -> None:
     spec = get_spec(name)
-    cases = spec.cases()
+    cases = spec.all_cases(0)
     assert len(cases) >= 4
+    threads = [int(np.prod(c.block)) for c in cases]
+    assert min(threads) <= 32 and max(threads) >= 256, "from one warp to eight warps or more"
+    assert spec.drawn is not None and any("drawn" in c.tags for c in cases)
+    if spec.cases()[0].size.keys() >= {"rows", "cols"} and not spec.factory:  # a 2D launch
+        shapes = {c.block[:2] for c in cases}
+        assert {(8, 8), (16, 16), (32, 8)} <= shapes
     if name != "map":  # map is the one-block warm-up
         assert any(c.blocks > 1 for c in cases)
         assert any(c.blocks == 1 for c in cases)
@@ -96,10 +102,10 @@ def test_solutions_pass_with_two_schedules_per_case(solutions: dict[str, object]
     for name, kernel in solutions.items():
         result = check(kernel, name)
         assert result.passed, result.report
-        assert len(result.runs) == 2 * len(get_spec(name).cases())
+        assert len(result.runs) == 2 * len(get_spec(name).all_cases(0))
         assert {r.schedule for r in result.runs} == {"ordered", "shuffle"}
         assert result.report in capsys.readouterr().out
-        assert f"check('{name}')" in result.report and "PASSED" in result.report
+        assert f"check('{name}', seed=0)" in result.report and "PASSED" in result.report
 
 
 def test_solutions_are_real_numba_cuda_kernels(solutions: dict[str, object]) -> None:
@@ -132,9 +138,13 @@ def test_wrong_solutions_are_rejected_for_the_right_reason(name, kernel, kind, p
 def test_wrong_solutions_cover_the_classic_mistakes() -> None:
     names = {w[1].__name__ for w in WRONG}
     for mistake in ("missing_guard", "missing_barrier", "race", "off_by_one", "local_index",
-                    "swapped_axes", "no_stride_loop", "hardcoded_block"):
+                    "swapped_axes", "no_stride_loop", "hardcoded_block",
+                    # the tricks that fooled one-warp checks and fixed sizes (issue 15)
+                    "syncwarp", "laneid", "shuffle_only", "three_tiles", "hardcoded_k",
+                    "unused", "atomic_read", "atomic_halo", "every_thread_loops"):
         assert any(mistake in n for n in names), mistake
-    assert {w[0] for w in WRONG} == set(EXERCISES)
+    per_exercise = {name: sum(w[0] == name for w in WRONG) for name in EXERCISES}
+    assert min(per_exercise.values()) >= 3, per_exercise
 
 
 @settings(max_examples=4, deadline=None)
@@ -145,6 +155,18 @@ def test_verdicts_do_not_depend_on_the_seed(seed: int, solutions: dict[str, obje
     wrong = {w[1].__name__: w[1] for w in WRONG}
     race = check(wrong["histogram_race"], "histogram", seed=seed, quiet=True)
     assert race.main_failure.kind == "RaceConditionError"
+
+
+def test_drawn_sizes_follow_the_seed_and_the_report_names_it() -> None:
+    spec = get_spec("guards")
+    assert spec.all_cases(5) == spec.all_cases(5)
+    drawn = {seed: [c for c in spec.all_cases(seed) if "drawn" in c.tags] for seed in range(4)}
+    assert len({tuple(c.size["n"] for c in cases) for cases in drawn.values()}) > 1
+    kernel = {w[1].__name__: w[1] for w in WRONG}["guards_hardcoded_block"]
+    result = check(kernel, "guards", seed=5, quiet=True)
+    assert result.report.startswith("check('guards', seed=5) · Guards")
+    assert result.seed == 5 and [r.case for r in result.runs][::2] == spec.all_cases(5)
+    assert "(drawn)" in result.report
 
 
 def test_report_is_reproducible_and_has_no_file_paths() -> None:
@@ -177,6 +199,52 @@ def test_counter_counts_distinct_global_elements_per_thread() -> None:
     assert checks[0].used == 2 and checks[0].where == "thread (0, 0, 0) of block (0, 0, 0)"
 
 
+@cuda.jit
+def _atomic_reads(a, out):
+    i = cuda.grid(1)
+    out[i] = cuda.atomic.add(a, i, 0) + a[i]  # one element, read plainly and atomically
+
+
+def test_counter_counts_an_atomic_as_a_read_and_a_write() -> None:
+    backend = CPUBackend()
+    case = case_1d(4, 4)
+    a = backend.to_device(np.arange(4, dtype=np.float32))
+    out = backend.to_device(np.zeros(4, np.float32))
+    record = backend.launch_kernel(_atomic_reads, 1, 4, a, out, trace=True)
+    counter = AccessCounter(case, record.trace)
+    np.testing.assert_array_equal(counter.reads, [1] * 4)  # a[i], however it was read
+    np.testing.assert_array_equal(counter.writes, [2] * 4)  # out[i], and a[i] by the atomic
+    np.testing.assert_array_equal(counter.per_block_atomics(), [4])
+
+
+@cuda.jit
+def _shared_half_used(a, out):
+    t = cuda.threadIdx.x
+    used = cuda.shared.array(4, np.float32)
+    written = cuda.shared.array(16, np.float32)
+    cuda.shared.array(64, np.float32)  # declared, never touched
+    used[t] = a[t]
+    written[t] = a[t]
+    cuda.syncthreads()
+    out[t] = used[3 - t]
+
+
+def test_min_shared_bytes_counts_only_shared_arrays_written_and_read() -> None:
+    backend = CPUBackend()
+    case = case_1d(4, 4)
+    a = backend.to_device(np.arange(4, dtype=np.float32))
+    out = backend.allocate(4, np.float32)
+    record = backend.launch_kernel(_shared_half_used, 1, 4, a, out, trace=True)
+    counter = AccessCounter(case, record.trace)
+    assert counter.shared_used_bytes == 16 and counter.shared_unused == ["written"]
+    declared = record.stats.static_shared_bytes
+    assert declared == 16 + 64 + 256
+    (check_,) = judge({"min_shared_bytes": 32}, counter, declared, case)
+    assert not check_.ok and check_.used == 16
+    assert check_.describe() == ("shared memory per block written and read (bytes, at least): "
+                                 "16 (needs >= 32; 336 declared)")
+
+
 def test_budget_limits_may_depend_on_the_case() -> None:
     budget = Budget(global_reads_per_thread=lambda c: c.size["n"] // 10, min_shared_bytes=4)
     assert budget.limits(case_1d(100, 32)) == {"global_reads_per_thread": 10,
@@ -204,7 +272,7 @@ def test_factory_that_returns_nothing_is_reported() -> None:
 
     result = check(make_kernel, "dot", quiet=True)
     assert result.main_failure.kind == "factory"
-    assert "make_kernel(TPB=8) returned None instead of a kernel" in _flat(result.report)
+    assert "make_kernel(TPB=32) returned None instead of a kernel" in _flat(result.report)
 
 
 def test_kernel_with_the_wrong_parameters_is_reported() -> None:
@@ -239,8 +307,10 @@ def test_a_kernel_that_hangs_stops_the_check_early() -> None:
             out[i] = 1.0
 
     result = check(map_kernel, "map", quiet=True, watchdog_s=0.2)
-    assert result.main_failure.kind == "KernelTimeoutError"
-    assert len(result.runs) == 1  # the first run timed out: no point in trying the others
+    # whichever comes first: the watchdog, or the trace of its endless writes filling up
+    assert result.main_failure.kind in ("KernelTimeoutError", "TraceTooLargeError")
+    assert len(result.runs) == 1  # the first run did not end: no point in trying the others
+    assert "never end" in result.report
 
 
 def test_a_kernel_that_writes_its_input_is_reported() -> None:
@@ -263,6 +333,69 @@ def test_a_skeleton_is_told_it_wrote_nothing() -> None:
     result = check(map_kernel, "map", quiet=True)
     assert "the kernel wrote none of the 1 elements of 'out' (is it still the skeleton?)" in \
         _flat(result.report)
+    assert result.main_failure.cause == "unwritten:skeleton"
+
+
+def test_a_skeleton_of_an_exercise_whose_output_starts_at_zero_is_told_so() -> None:
+    def make_kernel(TPB):
+        @cuda.jit
+        def dot_kernel(a, b, out, n):
+            pass
+        return dot_kernel
+
+    report = _flat(check(make_kernel, "dot", quiet=True).report)
+    assert "'out' is still all 0.0, as it started (is it still the skeleton?)" in report
+
+
+# -- hints come from what happened, never from a guess that can be backwards ----------------------
+def _wrong(name: str):
+    return {w[1].__name__: w[1] for w in WRONG}[name]
+
+
+def test_an_off_by_one_guard_is_not_called_a_skeleton() -> None:
+    result = check(_wrong("map_guard_off_by_one"), "map", quiet=True)
+    report = _flat(result.report)
+    assert "skeleton" not in report
+    assert ("the kernel wrote none of the 1 elements of 'out', though it writes 'out' in other "
+            "cases") in report
+    assert result.main_failure.cause == "unwritten:untouched"
+    assert "a guard such as `if i < n - 1:`" in report
+
+
+def test_shared_memory_indexed_with_the_global_index_is_told_to_use_threadidx() -> None:
+    result = check(_wrong("scan_global_index_in_shared"), "prefix_sum", quiet=True)
+    report = _flat(result.report)
+    assert result.main_failure.cause == "oob:shared"
+    assert "index it with cuda.threadIdx.x" in report
+    assert "compute the global index" not in report
+
+
+def test_a_loop_every_thread_runs_is_told_to_go_not_to_get_a_barrier() -> None:
+    result = check(_wrong("dot_every_thread_loops"), "dot", quiet=True)
+    report = _flat(result.report)
+    assert result.main_failure.cause == "race:same_element"
+    assert "remove the loop" in report and "put cuda.syncthreads()" not in report.split(
+        "Hint:")[1]
+
+
+def test_a_missing_barrier_between_two_lines_is_told_to_add_one() -> None:
+    result = check(_wrong("shared_missing_barrier"), "shared_memory", quiet=True)
+    assert result.main_failure.cause == "race:two_lines"
+    assert "put cuda.syncthreads()" in _flat(result.report).split("Hint:")[1]
+
+
+def test_wrong_elements_and_unwritten_elements_are_told_apart() -> None:
+    @cuda.jit
+    def map_kernel(a, out):
+        i = cuda.threadIdx.x
+        if i > 0:
+            out[i] = a[i] + 1  # wrong where written, and out[0] never written
+
+    result = check(map_kernel, "map", quiet=True)
+    run = next(r for r in result.runs if r.case.size["n"] == 7)
+    assert run.kind == "unwritten" and run.facts["unwritten"] == 1 and run.facts["wrong"] == 6
+    assert run.message.startswith("out[0] was never written; expected ")
+    assert "(6 of the 6 elements it wrote are wrong)" in run.message
 
 
 # -- misuse raises -------------------------------------------------------------------------------

@@ -2,8 +2,10 @@
 
 `AccessCounter` reads the execution trace of a checked launch (`gpukit.trace.Trace`) and keeps
 per-thread counts of distinct global elements read and written and per-block counts of global
-atomics. It counts elements, not bytes or sectors, and does not look at shared or local memory
-(shared memory use comes from `LaunchRecord.stats`).
+atomics. An atomic counts as a read and a write of its element as well (it is both: an
+`atomic.add(x, j, 0)` is a read in disguise). It counts elements, not bytes or sectors. Of shared
+memory it keeps which arrays the launch both wrote and read: a shared array that is declared but
+never used does not count towards `min_shared_bytes`.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ BUDGET_TEXTS = {
     "global_reads_per_thread": "global reads per thread",
     "global_writes_per_thread": "global writes per thread",
     "global_atomics_per_block": "global atomics per block",
-    "min_shared_bytes": "shared memory per block (bytes, at least)",
+    "min_shared_bytes": "shared memory per block written and read (bytes, at least)",
     "max_shared_bytes": "shared memory per block (bytes, at most)",
 }
 _GLOBAL = ("global", "const")
@@ -29,7 +31,8 @@ class AccessCounter:
     """Per-thread global reads/writes and per-block global atomics of one traced launch.
 
     Reads and writes count distinct elements per thread (a compiler keeps `a[i] * a[i]` in one
-    register); atomics count operations.
+    register), atomics included; atomics also count operations. `shared_used_bytes` is the size
+    of the shared arrays that some thread both wrote (or updated atomically) and read.
     """
 
     def __init__(self, case: Case, trace: Any):
@@ -42,8 +45,18 @@ class AccessCounter:
         thread = col["thread"]
         self.atomics = np.bincount(thread[is_global & (kind == 2)], minlength=self.threads)
         self._rows = {k: np.stack([thread[sel], col["array"][sel], col["element"][sel]], axis=1)
-                      for k, sel in (("read", is_global & (kind == 0)),
-                                     ("write", is_global & (kind == 1)))}
+                      for k, sel in (("read", is_global & (kind != 1)),
+                                     ("write", is_global & (kind != 0)))}
+        self.shared_used_bytes = 0
+        self.shared_unused: list[str] = []  # shared arrays touched but not both written and read
+        for number, info in enumerate(trace.arrays):
+            if info.space != "shared":
+                continue
+            kinds = set(np.unique(kind[col["array"] == number]).tolist())
+            if kinds & {1, 2} and kinds & {0, 2}:
+                self.shared_used_bytes += int(np.prod(info.shape)) * info.itemsize
+            else:
+                self.shared_unused.append(info.label)
 
     def _distinct(self, kind: str) -> np.ndarray:
         rows = self._rows[kind]
@@ -75,11 +88,14 @@ class BudgetCheck:
     used: int
     ok: bool
     where: str = ""  # the worst thread or block, when over
+    declared: int | None = None  # min_shared_bytes: the shared memory the kernel declared
 
     def describe(self) -> str:
         text = BUDGET_TEXTS[self.name]
         if self.name == "min_shared_bytes":
-            return f"{text}: {self.used} (needs >= {self.limit})"
+            unused = (f"; {self.declared} declared" if self.declared is not None
+                      and self.declared != self.used else "")
+            return f"{text}: {self.used} (needs >= {self.limit}{unused})"
         return f"{text}: {self.used} (limit {self.limit})"
 
 
@@ -95,7 +111,8 @@ def _thread_block(tid: int, case: Case) -> str:
 
 def judge(limits: dict[str, int], counter: AccessCounter, shared_bytes: int,
           case: Case) -> list[BudgetCheck]:
-    """Each limit of the case checked against the counts of one launch."""
+    """Each limit of the case checked against the counts of one launch (`shared_bytes`: what the
+    launch declared; `min_shared_bytes` counts only the part of it that was written and read)."""
     checks = []
     per_thread = {"global_reads_per_thread": counter.reads,
                   "global_writes_per_thread": counter.writes}
@@ -115,7 +132,8 @@ def judge(limits: dict[str, int], counter: AccessCounter, shared_bytes: int,
                      if used > limit else "")
             checks.append(BudgetCheck(name, limit, used, used <= limit, where))
         elif name == "min_shared_bytes":
-            checks.append(BudgetCheck(name, limit, shared_bytes, shared_bytes >= limit))
+            used = min(shared_bytes, counter.shared_used_bytes)
+            checks.append(BudgetCheck(name, limit, used, used >= limit, declared=shared_bytes))
         elif name == "max_shared_bytes":
             checks.append(BudgetCheck(name, limit, shared_bytes, shared_bytes <= limit))
     return checks

@@ -8,7 +8,7 @@ or a function of the case), not advice. This module runs nothing.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -16,6 +16,8 @@ import numpy as np
 from ..utils import ceil_div
 
 Limit = int | Callable[["Case"], int] | None
+WARP = 32
+DRAW_STREAM = 0xCA5E  # the drawn cases' random stream, apart from the inputs' streams
 
 
 @dataclass(frozen=True)
@@ -90,7 +92,9 @@ class ExerciseSpec:
     inputs(rng, case) -> {name: array or scalar}: seeded, non-constant inputs for a case.
     reference(inputs, case) -> {output name: expected array}: the numpy answer.
     outputs: {output name: "uninitialized" (allocate) or "zeros"}.
-    cases(): every Case to try (sizes x launch shapes x factory arguments).
+    cases(): the fixed cases to try (sizes x launch shapes x factory arguments): the edges.
+    drawn(rng) -> more cases drawn from check's seed, different each seed (sizes, block shapes),
+        so that a kernel written for the fixed sizes only fails; None for none.
     factory: the arguments of the learner's `make_kernel(...)` (such as ("TPB",)), or () when
         the learner passes the kernel itself.
     hints: "general" and per-failure-kind hints ("OutOfBoundsError", "mismatch", "unwritten",
@@ -110,6 +114,16 @@ class ExerciseSpec:
     hints: dict[str, str] = field(default_factory=dict)
     rtol: float = 1e-5
     atol: float = 1e-5
+    drawn: Callable[[np.random.Generator], list[Case]] | None = None
+
+    def all_cases(self, seed: int = 0) -> list[Case]:
+        """The fixed cases, then the cases drawn for `seed` (what `check(..., seed=seed)` runs)."""
+        cases = list(self.cases())
+        if self.drawn is not None:
+            cases += [replace(c, tags=c.tags | {"drawn"})
+                      for c in self.drawn(np.random.default_rng([int(seed), DRAW_STREAM]))]
+        return [replace(c, tags=c.tags | {"several_warps" if np.prod(c.block) > WARP
+                                          else "one_warp"}) for c in cases]
 
     @property
     def call(self) -> str:
@@ -130,6 +144,17 @@ def case_1d(n: int, block: int, grid: int | None = None, params: dict[str, int] 
                 frozenset(auto | set(tags)))
 
 
+def case_2d(rows: int, cols: int, bx: int, by: int, params: dict[str, int] | None = None,
+            tags: tuple[str, ...] = (), **size: int) -> Case:
+    """A 2D case over a rows x cols array with (bx, by) blocks, x along the columns."""
+    grid = (ceil_div(cols, bx), ceil_div(rows, by), 1)
+    auto = {"square" if rows == cols else "not_square",
+            "several_blocks" if grid[0] * grid[1] > 1 else "one_block",
+            "partial_block" if rows % by or cols % bx else "whole_blocks"}
+    return Case({"rows": rows, "cols": cols, **size}, grid, (bx, by, 1), dict(params or {}),
+                frozenset(auto | set(tags)))
+
+
 TAG_TEXTS = {
     "one_block": "the launch has a single block",
     "several_blocks": "the launch has several blocks",
@@ -138,4 +163,8 @@ TAG_TEXTS = {
     "fewer_threads_than_elements": "the grid has fewer threads than there are elements",
     "shuffle": "blocks and racing writes run in a shuffled order",
     "ordered": "blocks run in index order",
+    "one_warp": "the block is one warp (32 threads) or less",
+    "several_warps": "the block has several warps (more than 32 threads)",
+    "drawn": "the size is one drawn for this seed, not a fixed one (sizes written into the "
+    "kernel?)",
 }
