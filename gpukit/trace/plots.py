@@ -5,21 +5,21 @@ on the left, the block's threads in the middle, arrays it writes on the right; e
 coloured by the threads that touched it (striped when several did), written elements have a thick
 edge, and lines join threads to their elements (dotted for reads, solid for writes). The heatmap
 view (real sizes): per phase and array, a row per warp over the elements (binned past 512),
-coloured by warp and darker where accessed more; 2-D arrays as an image coloured by warp. Local
-memory is private to a thread and not drawn. `block_summary` says the same in text. Display
-only: nothing here computes a metric.
+coloured by warp and darker where accessed more; 2-D arrays as an image coloured by warp (drawn
+in trace/heatmap.py). Local memory is private to a thread and not drawn. `block_summary` says the
+same in text. Display only: nothing here computes a metric.
 """
 
 from __future__ import annotations
 
-import colorsys
-import io
 from typing import Any
 
 import numpy as np
 
 from ..devices import WARP_SIZE
-from ..utils import as_int, ceil_div
+from ..utils import as_int
+from .figures import new_figure, rectangles, thread_colors, warp_colors
+from .heatmap import plot_heatmap
 from .recorder import (
     KINDS,
     SPACES,
@@ -29,43 +29,13 @@ from .recorder import (
     TraceTypeError,
     check_space,
     check_trace,
-    xyz,
 )
 
-MAX_BLOCK_THREADS = 1024  # threads of one block (every GPU's limit)
+__all__ = ["block_summary", "plot_block", "thread_colors", "warp_colors"]
 
 WRAP = WARP_SIZE  # 1-D arrays longer than this are drawn in rows of a warp's width
 MAX_STRIPES = 4  # more threads on one element: a grey cell with their number
 GAP = 3.0
-
-
-def thread_colors(block: Any) -> np.ndarray:
-    """One distinct RGBA colour per thread of a block of dimensions `block` (linear order).
-
-    Up to 20 threads: tab10/tab20. More: hue follows threadIdx.x and brightness threadIdx.y
-    (and z), so a block's pattern of access stays visible; 1-D blocks alternate brightness
-    between neighbours.
-    """
-    import matplotlib  # lazy: matplotlib loads only for drawings
-
-    bx, by, bz = xyz(block, "block")
-    if min(bx, by, bz) < 1 or bx * by * bz > MAX_BLOCK_THREADS:
-        raise TraceInputError(f"block dimensions must be >= 1 with at most "
-                              f"{MAX_BLOCK_THREADS} threads in all, got {block!r}")
-    n = bx * by * bz
-    if n <= 20:
-        cmap = matplotlib.colormaps["tab10" if n <= 10 else "tab20"]
-        return np.array([cmap(i) for i in range(n)])
-    t = np.arange(n)
-    x, rows = t % bx, t // bx
-    out = np.ones((n, 4))
-    for i in range(n):
-        if rows[-1] == 0:  # 1-D
-            hue, value = 0.8 * i / n, (1.0, 0.72)[i % 2]
-        else:
-            hue, value = 0.8 * x[i] / bx, 0.35 + 0.65 * rows[i] / rows[-1]
-        out[i, :3] = colorsys.hsv_to_rgb(hue, 0.85, value)
-    return out
 
 
 def _thread_positions(block: tuple[int, int, int]) -> tuple[np.ndarray, np.ndarray]:
@@ -137,25 +107,9 @@ class _Layout:
         return f"{label}[{self.c0}:{end}]" + (f" in rows of {WRAP}" if self.wrapped else "")
 
 
-def _rects(x: Any, y: Any, w: Any, h: Any) -> np.ndarray:
-    """Vertices (n, 4, 2) of axis-aligned rectangles: drawn as one PolyCollection, fast."""
-    x, y, w, h = np.broadcast_arrays(*(np.asarray(v, float) for v in (x, y, w, h)))
-    return np.stack([np.stack([x, y], -1), np.stack([x + w, y], -1),
-                     np.stack([x + w, y + h], -1), np.stack([x, y + h], -1)], 1)
-
-
-def _png(figure: Any) -> bytes:
-    buffer = io.BytesIO()
-    figure.savefig(buffer, format="png", dpi=72)  # small enough to store in notebooks
-    return buffer.getvalue()
-
-
 VIEWS = ("auto", "cells", "heatmap")
 AUTO_CELLS_THREADS = 128  # view="auto" draws every cell up to this many threads per block ...
 AUTO_CELLS_ELEMENTS = 512  # ... and this many distinct elements touched; else a heatmap
-MAX_BINS = 512  # a heatmap's columns (elements are binned beyond this)
-FULL_EXTENT = 8192  # 1-D arrays up to this size are drawn whole in the heatmap, larger ones cropped
-MIN_FONT = 7.0
 
 
 def plot_block(trace: Trace, block: Any = (0, 0, 0), *, phase: int | None = None,
@@ -188,22 +142,12 @@ def plot_block(trace: Trace, block: Any = (0, 0, 0), *, phase: int | None = None
     named = phase is not None or len(phases) > 1
     if view == "cells":
         return _plot_cells(trace, first, phases, by_phase, named, max_lines, max_cells)
-    return _plot_heatmap(trace, first, phases, by_phase)
-
-
-def _new_figure(size: tuple[float, float], **kwargs: Any) -> Any:
-    from matplotlib.figure import Figure  # lazy: matplotlib loads only for drawings
-
-    fig = Figure(figsize=size, **kwargs)
-    # Built without pyplot, so Jupyter would show only its text until pyplot is loaded: give it
-    # its own PNG representation.
-    fig._repr_png_ = lambda: _png(fig)
-    return fig
+    return plot_heatmap(trace, first, phases, by_phase)
 
 
 def _plot_cells(trace: Trace, first: int, phases: list[int], by_phase: list[np.ndarray],
                 named: bool, max_lines: int, max_cells: int) -> Any:
-    fig = _new_figure((6, 4))
+    fig = new_figure((6, 4))
     extents = []
     for p, events in zip(phases, by_phase):
         ax = fig.add_axes((0, 0, 1, 1))
@@ -259,7 +203,7 @@ def _draw_cells(ax: Any, trace: Trace, first: int, events: np.ndarray, phase: in
             ax.text(x0, y - 0.4, lay.title(info.label) + f" ({info.space})", fontsize=8,
                     va="bottom")
             r, c = np.divmod(np.arange(lay.nrows * lay.ncols), lay.ncols)
-            grid_cells.append(_rects(x0 + c, y + r, 1, 1))
+            grid_cells.append(rectangles(x0 + c, y + r, 1, 1))
             sel = ev_array == a
             pairs = sorted(set(zip(ev_element[sel].tolist(), ev_thread[sel].tolist())))
             by_element: dict[int, list[int]] = {}
@@ -287,11 +231,11 @@ def _draw_cells(ax: Any, trace: Trace, first: int, events: np.ndarray, phase: in
                                          edgecolors="0.7", linewidths=0.5, zorder=1))
     if stripes:
         sx, sy, sw = np.array(stripes).T
-        ax.add_collection(PolyCollection(_rects(sx, sy, sw, 1), facecolors=stripe_colors,
+        ax.add_collection(PolyCollection(rectangles(sx, sy, sw, 1), facecolors=stripe_colors,
                                          edgecolors="none", zorder=2))
     if edges:
         ex, ey = np.array(edges).T
-        ax.add_collection(PolyCollection(_rects(ex, ey, 1, 1), facecolors="none",
+        ax.add_collection(PolyCollection(rectangles(ex, ey, 1, 1), facecolors="none",
                                          edgecolors="black", linewidths=1.4, zorder=4))
     for x, y, s in texts:
         ax.text(x, y, s, ha="center", va="center", fontsize=6, zorder=5)
@@ -327,135 +271,6 @@ def _draw_cells(ax: Any, trace: Trace, first: int, events: np.ndarray, phase: in
     ax.set_aspect("equal")
     ax.axis("off")
     return right, bottom
-
-
-def warp_colors(warps: int) -> np.ndarray:
-    """One RGBA colour per warp of a block: tab10 up to 10 warps, hues around the wheel beyond."""
-    import matplotlib  # lazy: matplotlib loads only for drawings
-
-    if warps <= 10:
-        cmap = matplotlib.colormaps["tab10"]
-        return np.array([cmap(i) for i in range(warps)])
-    out = np.ones((warps, 4))
-    for w in range(warps):
-        out[w, :3] = colorsys.hsv_to_rgb(0.85 * w / warps, 0.8, (0.9, 0.65)[w % 2])
-    return out
-
-
-def _plot_heatmap(trace: Trace, first: int, phases: list[int], by_phase: list[np.ndarray]
-                  ) -> Any:
-    """The aggregated view: rows = phases, columns = the arrays the block touched."""
-    col = trace.columns
-    tpb = trace.threads_per_block
-    warps = ceil_div(tpb, WARP_SIZE)
-    colours = warp_colors(warps)
-    arrays = sorted(set(np.concatenate([col["array"][e] for e in by_phase]).tolist())) \
-        if any(len(e) for e in by_phase) else []
-    ncols = max(len(arrays), 1)
-    width = min(15.0, 1.2 + 3.6 * ncols)
-    fig = _new_figure((width, 0.9 + 2.3 * len(phases)), layout="constrained")
-    blk = trace.coordinates(first)[1]
-    total = sum(len(e) for e in by_phase)
-    fig.suptitle(f"kernel '{trace.kernel}', block {blk}: {tpb:,} threads in {warps} warp"
-                 f"{'s' if warps > 1 else ''}, {total:,} accesses; one row per phase, "
-                 "colour = warp, darker = more accesses", fontsize=9)
-    grid = fig.subplots(len(phases), ncols, squeeze=False)
-    for row, (p, events) in enumerate(zip(phases, by_phase)):
-        for c in range(ncols):
-            ax = grid[row, c]
-            ax.set_gid(f"phase {p}")
-            if not arrays:
-                ax.set_title(f"phase {p}: no accesses", fontsize=8)
-                ax.axis("off")
-                continue
-            a = arrays[c]
-            mine = events[col["array"][events] == a]
-            _heat_panel(ax, trace, a, mine, first, p, warps, colours)
-    return fig
-
-
-def _heat_panel(ax: Any, trace: Trace, a: int, events: np.ndarray, first: int, phase: int,
-                warps: int, colours: np.ndarray) -> None:
-    from matplotlib.ticker import MaxNLocator  # lazy: matplotlib loads only for drawings
-
-    col = trace.columns
-    info = trace.arrays[a]
-    kinds = col["kind"][events]
-    numbers = [(int((kinds == k).sum()), name) for k, name in enumerate(KINDS)]
-    counts = ", ".join(f"{n:,} {name}{'s' if n > 1 else ''}" for n, name in numbers if n)
-    ax.set_title(f"phase {phase} · {info.label} ({info.space})" + (f": {counts}" if counts
-                                                                    else ": not touched"),
-                 fontsize=8)
-    ax.tick_params(labelsize=MIN_FONT)
-    if not len(events):
-        ax.axis("off")
-        return
-    warp = (col["thread"][events] - first) // WARP_SIZE
-    element = col["element"][events]
-    if len(info.shape) >= 2:
-        rows_of = int(np.prod(info.shape[1:]))
-        r, c = element // rows_of, element % rows_of
-        rb, r0, rn = _bins(r)
-        cb, c0, cn = _bins(c)
-        n = np.zeros((rn, cn), np.int64)
-        np.add.at(n, (rb, cb), 1)
-        owner = np.full((rn, cn), -1, np.int64)
-        owner[rb, cb] = warp
-        several = np.zeros((rn, cn), np.int64)
-        np.maximum.at(several, (rb, cb), warp)
-        mixed = np.zeros((rn, cn), bool)
-        mixed[rb, cb] = several[rb, cb] != warp
-        img = np.ones((rn, cn, 4))
-        hit = n > 0
-        base = np.where(mixed[..., None], np.array([0.35, 0.35, 0.35, 1.0]),
-                        colours[np.clip(owner, 0, None)])
-        strength = 0.35 + 0.65 * n / max(int(n.max()), 1)
-        img[hit] = 1 - (1 - base[hit]) * strength[hit][:, None]
-        img[..., 3] = 1.0
-        ax.imshow(img, extent=(c0, c0 + _span(c), r0 + _span(r), r0), aspect="auto",
-                  interpolation="nearest")
-        ax.set_xlabel("column", fontsize=MIN_FONT + 0.5)
-        ax.set_ylabel("row (grey: several warps)", fontsize=MIN_FONT + 0.5)
-    else:
-        size = int(np.prod(info.shape))
-        whole = size <= FULL_EXTENT  # the whole array, so that phases compare at a glance
-        eb, e0, en = _bins(element, (0, size - 1) if whole else None)
-        n = np.zeros((warps, en), np.int64)
-        np.add.at(n, (warp, eb), 1)
-        strength = n / max(int(n.max()), 1)
-        img = np.ones((warps, en, 4))
-        hit = n > 0
-        shade = 0.35 + 0.65 * strength
-        img[hit] = 1 - (1 - colours[np.nonzero(hit)[0]]) * shade[hit][:, None]
-        img[..., 3] = 1.0
-        span = size if whole else _span(element)
-        ax.imshow(img, extent=(e0, e0 + span, warps, 0), aspect="auto", interpolation="nearest")
-        ax.set_xlabel(f"element of {info.label}" + (f" ({span // en} per column)"
-                                                    if en < span else ""),
-                      fontsize=MIN_FONT + 0.5)
-        ax.set_ylabel("warp (threads)", fontsize=MIN_FONT + 0.5)
-        ticks = list(range(0, warps, max(1, ceil_div(warps, 8))))
-        ax.set_yticks([t + 0.5 for t in ticks])
-        tpb = trace.threads_per_block
-        ax.set_yticklabels([f"{t} ({t * WARP_SIZE}-{min((t + 1) * WARP_SIZE, tpb) - 1})"
-                            for t in ticks])
-        for label, t in zip(ax.get_yticklabels(), ticks):
-            label.set_color(colours[t])
-    ax.xaxis.set_major_locator(MaxNLocator(nbins=5, integer=True))
-
-
-def _span(values: np.ndarray) -> int:
-    return int(values.max()) - int(values.min()) + 1
-
-
-def _bins(values: np.ndarray, extent: tuple[int, int] | None = None
-          ) -> tuple[np.ndarray, int, int]:
-    """(bin of each value, the first value, the number of bins) over `extent` (default: the
-    values' own range): one bin per value up to MAX_BINS values, binned evenly beyond."""
-    lo, hi = extent if extent is not None else (int(values.min()), int(values.max()))
-    span = hi - lo + 1
-    nbins = min(span, MAX_BINS)
-    return (values - lo) * nbins // span, lo, nbins
 
 
 def block_summary(trace: Trace, block: Any = (0, 0, 0), *, phase: int | None = None,

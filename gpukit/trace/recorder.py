@@ -23,7 +23,8 @@ from ..errors import (
     LaunchConfigError,
     OptionTypeError,
 )
-from ..utils import c_strides, ceil_div
+from ..utils import ceil_div
+from .columns import element_numbers, group_ids, local_groups
 
 KINDS = ("read", "write", "atomic")
 SPACES = ("global", "shared", "local", "const")
@@ -84,30 +85,6 @@ class Access:
         where = f"{self.array}[{', '.join(map(str, self.index))}]"
         return (f"thread {self.thread} of block {self.block}: {self.kind} {where} "
                 f"({self.space}, phase {self.phase}, line {self.lineno}: {self.text})")
-
-
-def element_numbers(rel: np.ndarray, shape: tuple[int, ...], estrides: tuple[int, ...]
-                    ) -> np.ndarray:
-    """Row-major element numbers within `shape` of buffer offsets `rel` (strided layout).
-
-    `rel` = sum(index[i] * estrides[i]); strides may be in any order or negative (views), as long
-    as the layout does not overlap itself, which holds for every slice of a contiguous array.
-    """
-    if tuple(estrides) == c_strides(shape):
-        return rel.astype(np.int64, copy=False)
-    rem = rel.astype(np.int64) - sum((n - 1) * s for n, s in zip(shape, estrides) if s < 0)
-    comps: list[Any] = [0] * len(shape)
-    for axis in sorted(range(len(shape)), key=lambda a: -abs(estrides[a])):
-        step, n = abs(estrides[axis]), shape[axis]
-        if step == 0 or n == 1:
-            continue
-        c = rem // step
-        rem = rem - c * step
-        comps[axis] = c if estrides[axis] > 0 else n - 1 - c
-    element: Any = np.zeros(len(rel), np.int64)
-    for c, n in zip(comps, shape):
-        element = element * n + c
-    return element
 
 
 class Recorder:
@@ -186,7 +163,7 @@ class Recorder:
             info = slots[int(k)]
             e = elem[sel]
             if info.space == "local":
-                groups += _local_groups(info, sel, e, thread % tpb)
+                groups += local_groups(info, sel, e, thread % tpb)
                 continue
             if info.space == "global" and info.array is not None:
                 arr = info.array
@@ -212,7 +189,7 @@ class Recorder:
             number[sel], element[sel], address[sel] = len(arrays), el, ad
             arrays.append(ArrayInfo(label, space, shape, dtype))
         warp = (thread // tpb) * -(-tpb // 32) + (thread % tpb) // 32
-        call = _group_ids(site, seq, warp)  # a site's k-th execution, warp by warp
+        call = group_ids(site, seq, warp)  # a site's k-th execution, warp by warp
         columns = {
             "thread": thread.astype(np.int64), "array": number,
             "kind": kind.astype(np.int8), "element": element, "address": address,
@@ -232,21 +209,6 @@ class Recorder:
         return self._trace
 
 
-def _group_ids(*columns: np.ndarray) -> np.ndarray:
-    """Row ids numbering the distinct tuples of `columns` in sorted order (as np.unique(axis=0)
-    would, but by packing the columns' dense ids into one int64: many times faster)."""
-    key = np.zeros(len(columns[0]), np.int64)
-    span = 1
-    for col in columns:
-        values, ids = np.unique(col, return_inverse=True)
-        span *= max(len(values), 1)
-        if span >= 1 << 62:  # cannot pack: the slow way
-            _, ids = np.unique(np.stack(columns, axis=1), axis=0, return_inverse=True)
-            return ids.reshape(-1).astype(np.int64)
-        key = key * len(values) + ids.reshape(-1)
-    return np.unique(key, return_inverse=True)[1].reshape(-1).astype(np.int64)
-
-
 def _positive_int(name: str, value: Any) -> int:
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
         raise OptionTypeError(f"{name} must be a positive int, got {type(value).__name__} "
@@ -254,34 +216,6 @@ def _positive_int(name: str, value: Any) -> int:
     if value < 1:
         raise InvalidOptionError(f"{name} must be a positive int, got {value!r}")
     return int(value)
-
-
-def _local_groups(info: Any, sel: np.ndarray, byte: np.ndarray, lt: np.ndarray) -> list:
-    """Local-memory events split by the kernel's local array declarations (bytes of a thread's
-    frame that no declaration covers belong to device functions: one "local" array)."""
-    offset = byte - lt[sel] * info.stride
-    groups, claimed = [], np.zeros(len(byte), bool)
-    for decl in info.decls:
-        mine = (offset >= decl.offset) & (offset < decl.offset + decl.nbytes)
-        if not mine.any():
-            continue
-        claimed |= mine
-        which = sel.copy()
-        which[sel] = mine
-        element = (offset[mine] - decl.offset) // decl.dtype.itemsize
-        groups.append((which, decl.label, "local", tuple(decl.shape), np.dtype(decl.dtype),
-                       element, offset[mine] - decl.offset))
-    if not claimed.all():
-        which = sel.copy()
-        which[sel] = ~claimed
-        rest = offset[~claimed]
-        groups.append((which, "local", "local", (max(int(rest.max()) + 1, 1),),
-                       np.dtype(np.uint8), rest, rest))
-    return groups
-
-
-def _cat(parts: list[np.ndarray], dtype: Any) -> np.ndarray:
-    return np.concatenate(parts).astype(dtype, copy=False) if parts else np.zeros(0, dtype)
 
 
 class Trace:
