@@ -163,8 +163,12 @@ def test_show_map_2d_labels_threads_by_x_and_y():
     assert _overlaps(fig) == []
 
 
+# three blocks of 8 threads, the last partial: small enough to assert every access
+REVERSE_21 = case_1d(21, 8, params={"TPB": 8})
+
+
 def test_show_shared_memory_has_a_panel_per_phase_and_a_tile_per_block():
-    fig = show(make_reverse, "shared_memory")
+    fig = show(make_reverse, "shared_memory", case=REVERSE_21)
     info = fig.gpukit_show
     assert info.case.describe() == "n=21, TPB=8, grid=3, block=8"
     assert info.phases == [0, 1] and len(fig.axes) == 2
@@ -196,15 +200,16 @@ def test_show_shared_memory_has_a_panel_per_phase_and_a_tile_per_block():
 
 def test_show_sizes_pick_the_case_and_unknown_sizes_are_refused():
     spec = EXERCISES["shared_memory"]
-    assert pick_case(spec, n=8)[1].describe() == "n=8, TPB=8, grid=1, block=8"
-    assert pick_case(spec, case=2)[1].describe() == "n=5, TPB=32, grid=1, block=32"
+    assert pick_case(spec)[1].describe() == "n=64, TPB=32, grid=2, block=32"  # 2-4 blocks
+    assert pick_case(spec, n=21)[1].describe() == "n=21, TPB=32, grid=1, block=32"
+    assert pick_case(spec, case=1)[1].describe() == "n=5, TPB=32, grid=1, block=32"
     own = case_1d(12, 4, params={"TPB": 4})
     assert pick_case(spec, case=own) == (-1, own)
     with pytest.raises(ExerciseUsageError, match=r"^exercise 'shared_memory' has no case with "
-                       r"n=9; its cases are: n=8, TPB=8, grid=1, block=8; "):
+                       r"n=9; its cases are: n=21, TPB=32, grid=1, block=32; "):
         show(make_reverse, "shared_memory", n=9)
     with pytest.raises(ExerciseUsageError, match=r"^case must be a gpukit.exercises.Case or an "
-                       r"index from 0 to 4 into the exercise's cases, got 7$"):
+                       r"index from 0 to 6 into the exercise's cases, got 7$"):
         show(make_reverse, "shared_memory", case=7)
     fig = show(make_reverse, "shared_memory", case=own)
     assert fig.gpukit_show.case == own and fig.gpukit_show.phases == [0, 1]
@@ -263,7 +268,7 @@ def test_a_kernel_out_of_bounds_is_drawn_with_the_error_in_the_title():
 
 
 def test_a_racing_kernel_is_drawn_up_to_the_phase_of_the_race():
-    fig = show(make_reverse_racy, "shared_memory")
+    fig = show(make_reverse_racy, "shared_memory", case=REVERSE_21)
     info = fig.gpukit_show
     assert info.error.startswith("RaceConditionError: data race on tile[")
     assert info.phases == [0]  # the race is in phase 0: nothing after it
@@ -277,7 +282,7 @@ def test_a_racing_kernel_is_drawn_up_to_the_phase_of_the_race():
 
 
 def test_a_factory_that_fails_is_drawn_with_its_message():
-    fig = show(make_nothing, "shared_memory")
+    fig = show(make_nothing, "shared_memory", case=REVERSE_21)
     assert fig.gpukit_show.error == ("make_kernel(TPB=8) returned None instead of a kernel; end "
                                      "the factory with `return <your kernel>`")
     assert fig.gpukit_show.panels[0].touches == {}

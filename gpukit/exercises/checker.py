@@ -31,7 +31,8 @@ from .report import CheckResult, RunResult
 from .spec import Case, ExerciseSpec
 from .specs import EXERCISES
 
-__all__ = ["ExerciseUsageError", "RunResult", "check", "describe_error", "error_cause", "get_spec"]
+__all__ = ["ExerciseUsageError", "Kernels", "RunResult", "check", "describe_error", "error_cause",
+           "get_spec", "located", "validate_kernel"]
 
 TRACE_EVENTS = 4_000_000  # exercise launches are small: every access is traced for the budgets
 _STOPS = (KernelTimeoutError.__name__, "TraceTooLargeError")  # a loop that never ends: stop checking
@@ -71,7 +72,7 @@ def _param_names(obj: Any) -> list[str] | None:
         return None
 
 
-def _validate_kernel(kernel: Any, spec: ExerciseSpec) -> None:
+def validate_kernel(kernel: Any, spec: ExerciseSpec) -> None:
     if isinstance(kernel, (str, ExerciseSpec)):
         raise ExerciseUsageError("check's arguments are the other way round: call "
                                  f"check(your_kernel, {spec.name!r})")
@@ -99,7 +100,7 @@ def _validate_kernel(kernel: Any, spec: ExerciseSpec) -> None:
             f"function (called as {spec.call})")
 
 
-def _located(exc: BaseException) -> str:
+def located(exc: BaseException) -> str:
     """An error's message with its place, without the (notebook-dependent) file name."""
     if isinstance(exc, KernelError):
         where = []
@@ -116,10 +117,10 @@ def _located(exc: BaseException) -> str:
 
 def describe_error(exc: BaseException) -> str:
     """A gpukit error as check() prints it: class, message, thread, block and line."""
-    return _located(exc)
+    return located(exc)
 
 
-class _Kernels:
+class Kernels:
     """The learner's kernel compiled once per factory arguments (or the reason it failed)."""
 
     def __init__(self, kernel: Any, spec: ExerciseSpec, backend: Any):
@@ -140,7 +141,7 @@ class _Kernels:
                 obj = self.kernel(*key)
             except Exception as exc:  # noqa: BLE001 - the learner's factory failed: report it
                 return RunResult(None, "", None, False, "factory",
-                                 f"make_kernel({call}) raised {_located(exc)}")
+                                 f"make_kernel({call}) raised {located(exc)}")
             if obj is None or not (callable(obj) or hasattr(obj, "py_func")):
                 return RunResult(None, "", None, False, "factory",
                                  f"make_kernel({call}) returned {obj!r} instead of a kernel; "
@@ -148,7 +149,7 @@ class _Kernels:
         try:
             compiled = self.backend.compile_kernel(obj)
         except Exception as exc:  # noqa: BLE001 - e.g. UnsupportedKernelError: report it
-            return RunResult(None, "", None, False, type(exc).__name__, _located(exc))
+            return RunResult(None, "", None, False, type(exc).__name__, located(exc))
         got = list(compiled.param_names)
         if len(got) != len(spec.params):
             return RunResult(None, "", None, False, "signature",
@@ -255,7 +256,7 @@ def budget_cause(over: list[Any], counter: AccessCounter) -> str | None:
     return None
 
 
-def _run(kernels: _Kernels, spec: ExerciseSpec, case: Case, schedule: str, seed: int | None,
+def _run(kernels: Kernels, spec: ExerciseSpec, case: Case, schedule: str, seed: int | None,
          inputs: dict[str, Any], expected: dict[str, np.ndarray]) -> RunResult:
     backend = kernels.backend
     compiled = kernels.get(case)
@@ -283,7 +284,7 @@ def _run(kernels: _Kernels, spec: ExerciseSpec, case: Case, schedule: str, seed:
         for dev in (*outs.values(), *ins.values()):
             backend.free(dev)
         cause = error_cause(exc)
-        return RunResult(case, schedule, seed, False, type(exc).__name__, _located(exc),
+        return RunResult(case, schedule, seed, False, type(exc).__name__, located(exc),
                          facts={"cause": cause} if cause else {})
     failure, facts = None, {}
     for name, dev in outs.items():
@@ -368,13 +369,13 @@ def check(kernel: Any, exercise: str | ExerciseSpec, *, seed: int = 0, quiet: bo
     if not isinstance(show, bool):
         raise ExerciseUsageError(f"show must be True or False, got {show!r}")
     spec = get_spec(exercise)
-    _validate_kernel(kernel, spec)
+    validate_kernel(kernel, spec)
     if show:  # the picture before the verdict (gpukit/exercises/show.py)
         from .show import display_show  # lazy: show imports this module
         display_show(kernel, spec, seed=seed, device=device, watchdog_s=watchdog_s)
     cases = spec.all_cases(int(seed))
     backend = CPUBackend(device=device, checks=True, watchdog_s=watchdog_s)  # checks both
-    kernels = _Kernels(kernel, spec, backend)
+    kernels = Kernels(kernel, spec, backend)
     runs: list[RunResult] = []
     try:
         for index, case in enumerate(cases):

@@ -24,7 +24,7 @@ import numpy as np
 from ..backends.cpu import CPUBackend
 from ..errors import GpukitError, KernelError, RaceConditionError, UninitializedMemoryError
 from ..trace.recorder import Recorder, Trace, TraceTooLargeError
-from .checker import ExerciseUsageError, _Kernels, _located, _validate_kernel, get_spec
+from .checker import ExerciseUsageError, Kernels, get_spec, located, validate_kernel
 from .report import RunResult
 from .show_figure import MIN_FONT, draw
 from .show_panels import (
@@ -146,7 +146,7 @@ def _execute(kernel: Any, spec: ExerciseSpec, index: int, case: Case, seed: int,
         rng = np.random.default_rng([int(seed), max(index, 0)])
         inputs = spec.inputs(rng, case)
         expected = spec.reference(inputs, case)
-        compiled = _Kernels(kernel, spec, backend).get(case)
+        compiled = Kernels(kernel, spec, backend).get(case)
         names = list(spec.params)
         if not isinstance(compiled, RunResult):
             names = list(compiled.param_names)
@@ -169,7 +169,7 @@ def _execute(kernel: Any, spec: ExerciseSpec, index: int, case: Case, seed: int,
             if not len(run.trace):
                 run.note = "the kernel read and wrote nothing"
             return run
-        run.error = _located(error)
+        run.error = located(error)
         if isinstance(error, TraceTooLargeError):
             run.note = ("this case makes too many accesses to draw: pick a smaller one "
                         "(sizes such as n=..., or case=...)")
@@ -262,7 +262,7 @@ def _show_host(func: Any, spec: ExerciseSpec, case: Case | int | None, seed: int
         try:
             spec.harness(func, backend, inputs, chosen)
         except Exception as exc:  # noqa: BLE001 - the learner's host code failed: draw it
-            head.error = (_located(exc) if isinstance(exc, GpukitError)
+            head.error = (located(exc) if isinstance(exc, GpukitError)
                           else f"your function raised {type(exc).__name__}: {exc}")
             partial = _trace_of_error(exc)
             if partial is not None:
@@ -328,7 +328,7 @@ def show(kernel: Any, exercise: str | ExerciseSpec, *, case: Case | int | None =
     wanted = _phases(phases)
     if getattr(spec, "host", False) and getattr(spec, "harness", None) is not None:
         return _show_host(kernel, spec, case, int(seed), device, watchdog_s, size, wanted)
-    _validate_kernel(kernel, spec)
+    validate_kernel(kernel, spec)
     index, chosen = pick_case(spec, case, int(seed), **size)
     run = _execute(kernel, spec, index, chosen, int(seed), device, watchdog_s)
     return draw(run, spec, _select(panels_of(run.trace), wanted))

@@ -13,10 +13,10 @@ from typing import Any
 
 import numpy as np
 
+from ..devices import WARP_SIZE
 from ..utils import ceil_div
 
 Limit = int | Callable[["Case"], int] | None
-WARP = 32
 DRAW_STREAM = 0xCA5E  # the drawn cases' random stream, apart from the inputs' streams
 
 
@@ -122,7 +122,7 @@ class ExerciseSpec:
         if self.drawn is not None:
             cases += [replace(c, tags=c.tags | {"drawn"})
                       for c in self.drawn(np.random.default_rng([int(seed), DRAW_STREAM]))]
-        return [replace(c, tags=c.tags | {"several_warps" if np.prod(c.block) > WARP
+        return [replace(c, tags=c.tags | {"several_warps" if np.prod(c.block) > WARP_SIZE
                                           else "one_warp"}) for c in cases]
 
     @property
