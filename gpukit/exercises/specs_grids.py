@@ -9,6 +9,7 @@ notebooks/exercises (13_stencil_2d ... 19_matmul_partial) explain each exercise 
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from typing import Any
 
@@ -140,7 +141,8 @@ STENCIL_3D = _spec(
     inputs=lambda rng, c: {"a": _vals(rng, (c.size["depth"], c.size["rows"], c.size["cols"]))},
     reference=lambda x, c: {"out": _stencil_3d(x["a"])},
     outputs={"out": "uninitialized"},
-    cases=lambda: [_case_3d(2, 4, 4, (4, 4, 2)), _case_3d(5, 6, 7, (4, 4, 2)),
+    cases=lambda: [_case_3d(2, 4, 4, (4, 4, 2)), _case_3d(4, 4, 4, (4, 4, 2)),
+                   _case_3d(5, 6, 7, (4, 4, 2)),
                    _case_3d(4, 8, 8, (8, 8, 4)), _case_3d(6, 10, 9, (8, 8, 4)),
                    _case_3d(8, 8, 16, (8, 4, 4)), _case_3d(3, 5, 20, (8, 4, 4))],
     budget=Budget(global_reads_per_thread=7, global_writes_per_thread=1),
@@ -182,9 +184,14 @@ TRANSPOSE_NAIVE = _spec(
 
 
 # -- 16, 17. transpose_tiled, transpose_padded ---------------------------------------------------
+def _case_tile(rows: int, cols: int, tile: int, rows_per_pass: int) -> Case:
+    case = _case_2d(rows, cols, (tile, rows_per_pass), tile, {"TILE": tile, "ROWS": rows_per_pass})
+    passes = "several_passes" if rows_per_pass < tile else "one_pass"
+    return dataclasses.replace(case, tags=case.tags | {passes})
+
+
 def _tile_cases() -> list[Case]:
-    return [_case_2d(rows, cols, (tile, rows_per_pass), tile,
-                     {"TILE": tile, "ROWS": rows_per_pass})
+    return [_case_tile(rows, cols, tile, rows_per_pass)
             for rows, cols, tile, rows_per_pass in (
                 (8, 8, 8, 4), (13, 5, 8, 4), (16, 24, 8, 8), (16, 16, 16, 16),
                 (33, 20, 16, 16), (32, 32, 32, 8), (40, 33, 32, 8))]
@@ -192,8 +199,7 @@ def _tile_cases() -> list[Case]:
 
 def _drawn_tiles(rng: np.random.Generator) -> list[Case]:
     tile, rows_per_pass = _pick(rng, ((8, 4), (8, 8), (16, 16), (32, 8)))
-    return [_case_2d(_past(rng, tile), _past(rng, tile), (tile, rows_per_pass), tile,
-                     {"TILE": tile, "ROWS": rows_per_pass})]
+    return [_case_tile(_past(rng, tile), _past(rng, tile), tile, rows_per_pass)]
 
 
 def _passes(case: Case) -> int:
@@ -208,8 +214,11 @@ _TILED_GOAL = (
 
 _TILED_HINTS = {
     **_TAGS_2D,
-    "tag:ROWS=4": "ROWS < TILE (each thread moves several rows)",
-    "tag:ROWS=8": "ROWS = 8",
+    "tag:several_passes": "ROWS < TILE (each thread moves several rows of the tile)",
+    "tag:one_pass": "ROWS = TILE (each thread moves one element)",
+    "pattern:several_passes": "With ROWS < TILE the block has fewer rows of threads than the "
+    "tile has rows: loop `for j in range(0, TILE, ROWS)` over rows ty + j, both when loading "
+    "and when storing.",
     "budget": "Each thread may read TILE / ROWS elements of a and write TILE / ROWS of out: "
     "stage the tile in cuda.shared.array and read from there what you write.",
     "unwritten": "Each thread moves TILE / ROWS elements: loop `for j in range(0, TILE, ROWS)` "
@@ -282,8 +291,8 @@ def _conv_reads(case: Case) -> int:
 def _conv_cases() -> list[Case]:
     return [_case_2d(rows, cols, (bx, by), None, {"BX": bx, "BY": by, "K": k})
             for rows, cols, bx, by, k in (
-                (8, 8, 8, 8, 3), (5, 13, 8, 4, 3), (16, 16, 8, 8, 5), (20, 37, 32, 8, 3),
-                (16, 16, 16, 16, 5), (9, 30, 16, 16, 3))]
+                (8, 8, 8, 8, 5), (5, 13, 8, 4, 3), (16, 16, 8, 8, 5), (8, 32, 32, 8, 3),
+                (20, 37, 32, 8, 3), (16, 16, 16, 16, 5), (9, 30, 16, 16, 5))]
 
 
 def _drawn_conv(rng: np.random.Generator) -> list[Case]:
@@ -317,9 +326,10 @@ CONV2D = _spec(
            "OutOfBoundsError": "The halo reaches K // 2 elements past every edge of the block: "
            "store 0 in the tile where the global row or column is < 0 or >= the shape, and "
            "guard the final write with out's shape.",
-           "UninitializedMemoryError": "Every slot of the tile, the halo included, must be "
-           "written before the barrier (0 outside a): loop over the whole (BY + K - 1) x "
-           "(BX + K - 1) tile, not only over the block's own elements.",
+           "UninitializedMemoryError": "Every slot of the tile, the halo included, and every "
+           "weight must be written before the barrier (0 outside a): loop over the whole "
+           "(BY + K - 1) x (BX + K - 1) tile, not only over the block's own elements, and do "
+           "not return early: threads past the edge of a still load their share.",
            "pattern:partial_block": "Threads past the edge of a have no output but must still "
            "help fill the tile and reach the barrier: guard only the final write."},
 )
@@ -359,9 +369,9 @@ MATMUL_PARTIAL = _spec(
                            "b": _vals(rng, (c.size["K"], c.size["N"]), -5, 6)},
     reference=lambda x, c: {"out": (x["a"] @ x["b"]).astype(F32)},
     outputs={"out": "uninitialized"},
-    cases=lambda: [_case_mm(8, 8, 8, 8, 8, 8), _case_mm(5, 7, 3, 8, 4, 8),
+    cases=lambda: [_case_mm(8, 8, 8, 8, 8, 4), _case_mm(5, 7, 3, 8, 4, 8),
                    _case_mm(13, 20, 37, 32, 8, 8), _case_mm(16, 32, 16, 16, 16, 16),
-                   _case_mm(33, 17, 20, 16, 16, 16), _case_mm(1, 5, 40, 32, 8, 32),
+                   _case_mm(33, 17, 20, 16, 16, 16), _case_mm(1, 5, 40, 32, 8, 8),
                    _case_mm(24, 9, 8, 8, 8, 4)],
     budget=Budget(global_reads_per_thread=_mm_reads, global_writes_per_thread=1,
                   min_shared_bytes=lambda c: 4 * c.params["TK"] * (c.params["BX"]
@@ -378,6 +388,10 @@ MATMUL_PARTIAL = _spec(
            "budget": "Per tile of K, each thread may read ceil(TK / BX) elements of a and "
            "ceil(TK / BY) of b: load the tiles into shared memory in loops and compute from "
            "there.",
+           "UninitializedMemoryError": "Every slot of a_tile (BY x TK) and of b_tile (TK x BX) "
+           "must be written in every tile step, before the barrier: when TK differs from BX or "
+           "BY, one element per thread is too few or too many; loop over the tile's width "
+           "(k = tx, tx + BX, ... < TK) and height (k = ty, ty + BY, ... < TK).",
            "OutOfBoundsError": "Where a tile hangs over the edge of a or b (row >= M, column >= "
            "N, or k >= K), store 0 in the shared tile instead of reading; guard only the final "
            "write with out's shape.",
