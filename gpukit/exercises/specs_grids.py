@@ -33,9 +33,9 @@ def _pick(rng: np.random.Generator, options: Any) -> Any:
     return options[int(rng.integers(len(options)))]
 
 
-def _past(rng: np.random.Generator, step: int) -> int:
-    """A size between one and three steps, usually not a multiple of the step."""
-    return int(rng.integers(step + 1, 3 * step))
+def _past(rng: np.random.Generator, step: int, most: int = 3) -> int:
+    """A size between one and `most` steps, usually not a multiple of the step."""
+    return int(rng.integers(step + 1, most * step))
 
 
 def _vals(rng: np.random.Generator, shape: Any, lo: int = -9, hi: int = 10) -> np.ndarray:
@@ -121,7 +121,7 @@ _BLOCKS_3D = ((4, 4, 2), (8, 4, 4), (8, 8, 4))  # 32 to 256 threads
 
 def _drawn_3d(rng: np.random.Generator) -> list[Case]:
     bx, by, bz = _pick(rng, _BLOCKS_3D)
-    return [_case_3d(_past(rng, bz), _past(rng, by), _past(rng, bx), (bx, by, bz))]
+    return [_case_3d(_past(rng, bz, 2), _past(rng, by, 2), _past(rng, bx, 2), (bx, by, bz))]
 
 
 def _stencil_3d(a: np.ndarray) -> np.ndarray:
@@ -392,9 +392,11 @@ MATMUL_PARTIAL = _spec(
            "must be written in every tile step, before the barrier: when TK differs from BX or "
            "BY, one element per thread is too few or too many; loop over the tile's width "
            "(k = tx, tx + BX, ... < TK) and height (k = ty, ty + BY, ... < TK).",
-           "OutOfBoundsError": "Where a tile hangs over the edge of a or b (row >= M, column >= "
-           "N, or k >= K), store 0 in the shared tile instead of reading; guard only the final "
-           "write with out's shape.",
+           "OutOfBoundsError": "Past the end of a_tile or b_tile (shared): a_tile is BY x TK "
+           "and b_tile TK x BX, so index a_tile[ty, k] and b_tile[k, tx] with k < TK, never "
+           "with tx or ty alone. Past the end of a or b: where a tile hangs over the edge (row "
+           ">= M, column >= N, or k >= K), store 0 in the shared tile instead of reading; guard "
+           "only the final write with out's shape.",
            "pattern:partial_block": "Where a tile hangs over the edge of a or b, store 0 in the "
            "shared tile instead of reading past the end, and guard only the final write."},
 )
