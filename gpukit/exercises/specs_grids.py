@@ -91,7 +91,8 @@ STENCIL_2D = _spec(
     cases=lambda: [_case_2d(8, 8, (8, 8)), _case_2d(1, 9, (8, 4)), _case_2d(5, 13, (8, 4)),
                    _case_2d(16, 16, (8, 8)), _case_2d(16, 16, (16, 16)),
                    _case_2d(20, 37, (32, 8)), _case_2d(33, 17, (16, 16))],
-    budget=Budget(global_reads_per_thread=5, global_writes_per_thread=1),
+    budget=Budget(global_atomics_per_block=0,
+                  global_reads_per_thread=5, global_writes_per_thread=1),
     hints={**_TAGS_2D,
            "general": "col, row = cuda.grid(2); each thread computes one element of out.",
            "OutOfBoundsError": "Two kinds of guard: the thread's own (row < a.shape[0] and col < "
@@ -145,7 +146,8 @@ STENCIL_3D = _spec(
                    _case_3d(5, 6, 7, (4, 4, 2)),
                    _case_3d(4, 8, 8, (8, 8, 4)), _case_3d(6, 10, 9, (8, 8, 4)),
                    _case_3d(8, 8, 16, (8, 4, 4)), _case_3d(3, 5, 20, (8, 4, 4))],
-    budget=Budget(global_reads_per_thread=7, global_writes_per_thread=1),
+    budget=Budget(global_atomics_per_block=0,
+                  global_reads_per_thread=7, global_writes_per_thread=1),
     hints={"tag:cube": "the array is a cube (depth == rows == cols)",
            "tag:not_cube": "the array is not a cube",
            "pattern:not_cube": "The axes are probably mixed up: `x, y, z = cuda.grid(3)` and "
@@ -172,7 +174,8 @@ TRANSPOSE_NAIVE = _spec(
     cases=lambda: [_case_2d(8, 8, (8, 8)), _case_2d(4, 8, (8, 4)), _case_2d(13, 5, (8, 4)),
                    _case_2d(16, 16, (8, 8)), _case_2d(20, 37, (32, 8)),
                    _case_2d(40, 33, (16, 16))],
-    budget=Budget(global_reads_per_thread=1, global_writes_per_thread=1),
+    budget=Budget(global_atomics_per_block=0,
+                  global_reads_per_thread=1, global_writes_per_thread=1),
     hints={**_TAGS_2D,
            "general": "col, row = cuda.grid(2) is the element of a; it goes to out[col, row].",
            "pattern:not_square": "On a non-square array the two shapes differ: a is (rows, "
@@ -244,7 +247,8 @@ TRANSPOSE_TILED = _spec(
     reference=lambda x, c: {"out": np.ascontiguousarray(x["a"].T)},
     outputs={"out": "uninitialized"},
     cases=_tile_cases,
-    budget=Budget(global_reads_per_thread=_passes, global_writes_per_thread=_passes,
+    budget=Budget(global_atomics_per_block=0,
+                  global_reads_per_thread=_passes, global_writes_per_thread=_passes,
                   min_shared_bytes=lambda c: c.params["TILE"] ** 2 * 4),
     hints=_TILED_HINTS,
 )
@@ -260,7 +264,8 @@ TRANSPOSE_PADDED = _spec(
     reference=lambda x, c: {"out": np.ascontiguousarray(x["a"].T)},
     outputs={"out": "uninitialized"},
     cases=_tile_cases,
-    budget=Budget(global_reads_per_thread=_passes, global_writes_per_thread=_passes,
+    budget=Budget(global_atomics_per_block=0,
+                  global_reads_per_thread=_passes, global_writes_per_thread=_passes,
                   min_shared_bytes=lambda c: c.params["TILE"] * (c.params["TILE"] + 1) * 4,
                   **({"max_bank_conflict_ways": 2} if "max_bank_conflict_ways"
                      in Budget.__dataclass_fields__ else {})),
@@ -314,7 +319,8 @@ CONV2D = _spec(
     reference=lambda x, c: {"out": _conv2d(x["a"], x["w"])},
     outputs={"out": "uninitialized"},
     cases=_conv_cases,
-    budget=Budget(global_reads_per_thread=_conv_reads, global_writes_per_thread=1,
+    budget=Budget(global_atomics_per_block=0,
+                  global_reads_per_thread=_conv_reads, global_writes_per_thread=1,
                   min_shared_bytes=lambda c: 4 * (c.params["BY"] + c.params["K"] - 1)
                   * (c.params["BX"] + c.params["K"] - 1)),
     hints={**_TAGS_2D,
@@ -373,7 +379,8 @@ MATMUL_PARTIAL = _spec(
                    _case_mm(13, 20, 37, 32, 8, 8), _case_mm(16, 32, 16, 16, 16, 16),
                    _case_mm(33, 17, 20, 16, 16, 16), _case_mm(1, 5, 40, 32, 8, 8),
                    _case_mm(24, 9, 8, 8, 8, 4)],
-    budget=Budget(global_reads_per_thread=_mm_reads, global_writes_per_thread=1,
+    budget=Budget(global_atomics_per_block=0,
+                  global_reads_per_thread=_mm_reads, global_writes_per_thread=1,
                   min_shared_bytes=lambda c: 4 * c.params["TK"] * (c.params["BX"]
                                                                    + c.params["BY"])),
     hints={"tag:several_k_tiles": "K spans several tiles (K > TK)",
