@@ -405,3 +405,8 @@ HISTOGRAM = ExerciseSpec(
 EXERCISES: dict[str, ExerciseSpec] = {s.name: s for s in (
     MAP, GUARDS, MAP_2D, BLOCKS, SHARED_MEMORY, POOLING, DOT, CONV1D, PREFIX_SUM, AXIS_SUM,
     MATMUL, HISTOGRAM)}
+
+# Exercises 13-19 (2-D and 3-D grids) live in specs_grids.py.
+from .specs_grids import GRID_EXERCISES
+
+EXERCISES.update({s.name: s for s in GRID_EXERCISES})
