@@ -19,14 +19,13 @@ import numpy as np
 import pytest
 from numba import cuda
 
-from gpukit.exercises import EXERCISES, Budget, check, get_spec
+from gpukit.exercises import EXERCISES, check, get_spec
 from gpukit.exercises.specs_grids import GRID_EXERCISES
 
 NAMES = [s.name for s in GRID_EXERCISES]
 SOLUTIONS_DIR = Path(__file__).resolve().parents[1] / "notebooks" / "solutions"
 EXERCISES_DIR = SOLUTIONS_DIR.parent / "exercises"
 CHECK_CALL = re.compile(r'check\((\w+),\s*"(\w+)"\)')
-BANKS_ENFORCED = "max_bank_conflict_ways" in Budget.__dataclass_fields__
 
 
 def _flat(text: str) -> str:
@@ -681,7 +680,7 @@ WRONG = [
     ("transpose_padded", padded_unpadded_tile, "budget", "shared memory per block"),
     ("transpose_padded", padded_missing_barrier, "RaceConditionError", "cuda.syncthreads()"),
     ("transpose_padded", padded_syncwarp_instead_of_syncthreads, "RaceConditionError",
-     "cuda.syncwarp() orders one warp only"),
+     "cuda.syncwarp() waits for one warp"),
     ("transpose_padded", padded_hardcoded_one_pass, "UninitializedMemoryError",
      "loop `for j in range(0, TILE, ROWS)`"),
     ("conv2d", conv2d_no_shared_memory, "budget", "global reads per thread"),
@@ -719,11 +718,8 @@ def test_every_grid_exercise_has_three_wrong_solutions() -> None:
 
 
 def test_a_tile_padded_the_wrong_way_is_rejected_where_bank_conflicts_are_budgeted() -> None:
-    """(TILE + 1, TILE) has the padded tile's size but keeps every conflict: only a bank-conflict
-    budget sees it. Without one in the checker, it passes, which the notebook says."""
+    """(TILE + 1, TILE) has the padded tile's size but keeps every conflict: the bank-conflict
+    budget sees it."""
     result = check(padded_pads_the_rows, "transpose_padded", quiet=True)
-    if not BANKS_ENFORCED:
-        assert result.passed, result.report
-        pytest.skip("the checker has no bank-conflict budget (max_bank_conflict_ways) yet")
     assert not result.passed and result.main_failure.kind == "budget"
     assert "TILE=32" in _flat(result.report) or "TILE=16" in _flat(result.report)

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from ..trace.metrics import bank_conflicts
 from .spec import Case
 
 BUDGET_TEXTS = {
@@ -23,6 +24,7 @@ BUDGET_TEXTS = {
     "global_atomics_per_block": "global atomics per block",
     "min_shared_bytes": "shared memory per block written and read (bytes, at least)",
     "max_shared_bytes": "shared memory per block (bytes, at most)",
+    "max_bank_conflict_ways": "shared-memory bank conflicts (ways per warp access, at most)",
 }
 _GLOBAL = ("global", "const")
 
@@ -38,6 +40,7 @@ class AccessCounter:
     def __init__(self, case: Case, trace: Any):
         self.tpb = int(np.prod(case.block))
         self.threads = case.threads
+        self.trace = trace
         col = trace.columns
         spaces = np.array([a.space in _GLOBAL for a in trace.arrays] or [False])
         is_global = spaces[col["array"]] if len(col["array"]) else np.zeros(0, bool)
@@ -77,6 +80,14 @@ class AccessCounter:
 
     def per_block_atomics(self) -> np.ndarray:
         return self.atomics.reshape(-1, self.tpb).sum(axis=1)
+
+    def bank_conflict_ways(self) -> tuple[int, str]:
+        """The worst bank conflict of a warp-wide shared access (ways) and where it happened."""
+        sites = bank_conflicts(self.trace).sites
+        if not sites:
+            return 1, ""
+        worst = max(sites, key=lambda s: s.max_ways)
+        return worst.max_ways, f"line {worst.lineno}: {worst.text}"
 
 
 @dataclass(frozen=True)
@@ -136,4 +147,8 @@ def judge(limits: dict[str, int], counter: AccessCounter, shared_bytes: int,
             checks.append(BudgetCheck(name, limit, used, used >= limit, declared=shared_bytes))
         elif name == "max_shared_bytes":
             checks.append(BudgetCheck(name, limit, shared_bytes, shared_bytes <= limit))
+        elif name == "max_bank_conflict_ways":
+            used, where = counter.bank_conflict_ways()
+            checks.append(BudgetCheck(name, limit, used, used <= limit,
+                                      where if used > limit else ""))
     return checks

@@ -65,6 +65,8 @@ class Budget:
     global_atomics_per_block: the most atomic updates of global memory one block may make.
     min_shared_bytes / max_shared_bytes: shared memory per block (static plus dynamic) the
     kernel must use at least / may use at most.
+    max_bank_conflict_ways: the most shared-memory bank conflicts one warp-wide shared access
+    may have (1: conflict-free; 32: every lane in one bank).
     """
 
     global_reads_per_thread: Limit = None
@@ -72,12 +74,14 @@ class Budget:
     global_atomics_per_block: Limit = None
     min_shared_bytes: Limit = None
     max_shared_bytes: Limit = None
+    max_bank_conflict_ways: Limit = None
 
     def limits(self, case: Case) -> dict[str, int]:
         """The limits that apply to `case`, by field name."""
         out = {}
         for name in ("global_reads_per_thread", "global_writes_per_thread",
-                     "global_atomics_per_block", "min_shared_bytes", "max_shared_bytes"):
+                     "global_atomics_per_block", "min_shared_bytes", "max_shared_bytes",
+                     "max_bank_conflict_ways"):
             value = getattr(self, name)
             if value is not None:
                 out[name] = int(value(case) if callable(value) else value)

@@ -10,7 +10,6 @@ notebooks/exercises (13_stencil_2d ... 19_matmul_partial) explain each exercise 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -18,15 +17,6 @@ import numpy as np
 from .spec import Budget, Case, ExerciseSpec, ceil_div
 
 F32 = np.float32
-Drawn = Callable[[np.random.Generator], list[Case]]
-
-
-def _spec(*, drawn: Drawn, **fields: Any) -> ExerciseSpec:
-    """An ExerciseSpec with cases drawn per run (`drawn`, see exercise_api 1) where the checker
-    has that field; on a checker without it, the fixed cases alone."""
-    if "drawn" in ExerciseSpec.__dataclass_fields__:
-        fields["drawn"] = drawn
-    return ExerciseSpec(**fields)
 
 
 def _pick(rng: np.random.Generator, options: Any) -> Any:
@@ -78,7 +68,7 @@ def _stencil_2d(a: np.ndarray) -> np.ndarray:
     return (p[:-2, 1:-1] + p[2:, 1:-1] + p[1:-1, :-2] + p[1:-1, 2:] - F32(4) * a).astype(F32)
 
 
-STENCIL_2D = _spec(
+STENCIL_2D = ExerciseSpec(
     drawn=_drawn_2d,
     name="stencil_2d", title="2D stencil (5 points)",
     goal="out[r, c] = a[r - 1, c] + a[r + 1, c] + a[r, c - 1] + a[r, c + 1] - 4 * a[r, c] (the "
@@ -132,7 +122,7 @@ def _stencil_3d(a: np.ndarray) -> np.ndarray:
             + p[1:-1, 1:-1, :-2] + p[1:-1, 1:-1, 2:] - F32(6) * c).astype(F32)
 
 
-STENCIL_3D = _spec(
+STENCIL_3D = ExerciseSpec(
     drawn=_drawn_3d,
     name="stencil_3d", title="3D stencil (7 points)",
     goal="out[z, y, x] = the sum of a's six face neighbours of (z, y, x) - 6 * a[z, y, x], where "
@@ -162,7 +152,7 @@ STENCIL_3D = _spec(
 
 
 # -- 15. transpose_naive -------------------------------------------------------------------------
-TRANSPOSE_NAIVE = _spec(
+TRANSPOSE_NAIVE = ExerciseSpec(
     drawn=_drawn_2d,
     name="transpose_naive", title="Transpose (naive)",
     goal="out = a.T for a of shape (rows, cols): out[c, r] = a[r, c]. One thread per element of "
@@ -237,7 +227,7 @@ _TILED_HINTS = {
     "nothing for the missing elements: guard the load with a's shape and the store with out's.",
 }
 
-TRANSPOSE_TILED = _spec(
+TRANSPOSE_TILED = ExerciseSpec(
     drawn=_drawn_tiles,
     name="transpose_tiled", title="Transpose through a shared-memory tile",
     goal=_TILED_GOAL,
@@ -253,7 +243,7 @@ TRANSPOSE_TILED = _spec(
     hints=_TILED_HINTS,
 )
 
-TRANSPOSE_PADDED = _spec(
+TRANSPOSE_PADDED = ExerciseSpec(
     drawn=_drawn_tiles,
     name="transpose_padded", title="Transpose through a padded tile (no bank conflicts)",
     goal=_TILED_GOAL + " Pad the tile by one column, cuda.shared.array((TILE, TILE + 1), ...), so "
@@ -267,8 +257,7 @@ TRANSPOSE_PADDED = _spec(
     budget=Budget(global_atomics_per_block=0,
                   global_reads_per_thread=_passes, global_writes_per_thread=_passes,
                   min_shared_bytes=lambda c: c.params["TILE"] * (c.params["TILE"] + 1) * 4,
-                  **({"max_bank_conflict_ways": 2} if "max_bank_conflict_ways"
-                     in Budget.__dataclass_fields__ else {})),
+                  max_bank_conflict_ways=2),
     hints={**_TILED_HINTS,
            "budget": "Declare the tile with one extra column, cuda.shared.array((TILE, TILE + 1), "
            "numba.float32), and keep indexing it tile[row, col]: a column of the tile then "
@@ -305,7 +294,7 @@ def _drawn_conv(rng: np.random.Generator) -> list[Case]:
     return [_case_2d(_past(rng, by), _past(rng, bx), (bx, by), None, {"BX": bx, "BY": by, "K": k})]
 
 
-CONV2D = _spec(
+CONV2D = ExerciseSpec(
     drawn=_drawn_conv,
     name="conv2d", title="2D convolution with a shared tile and halo",
     goal="out[r, c] = sum over i, j < K of a[r + i - K // 2, c + j - K // 2] * w[i, j] (K odd; "
@@ -362,7 +351,7 @@ def _drawn_mm(rng: np.random.Generator) -> list[Case]:
     return [_case_mm(_past(rng, by), _past(rng, tk), _past(rng, bx), bx, by, tk)]
 
 
-MATMUL_PARTIAL = _spec(
+MATMUL_PARTIAL = ExerciseSpec(
     drawn=_drawn_mm,
     name="matmul_partial", title="Tiled matmul with partial, rectangular tiles",
     goal="out = a @ b for a of shape (M, K) and b of shape (K, N), none of them a multiple of "
