@@ -249,6 +249,10 @@ def check(kernel: Any, exercise: str | ExerciseSpec, *, seed: int = 0, quiet: bo
         raise ExerciseUsageError(f"quiet must be True or False, got {quiet!r}")
     backend = CPUBackend(device=device, checks=True, watchdog_s=watchdog_s)  # checks both
     spec = get_spec(exercise)
+    if getattr(spec, "host", False):  # answered by a host function (gpukit.exercises.host)
+        from .host import check_host
+        return check_host(kernel, spec, seed=int(seed), quiet=quiet, device=device,
+                          watchdog_s=watchdog_s)
     _validate_kernel(kernel, spec)
     kernels = _Kernels(kernel, spec, backend)
     runs: list[RunResult] = []

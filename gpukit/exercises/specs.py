@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from .spec import Budget, Case, ExerciseSpec, case_1d, ceil_div
+from .specs_reductions import REDUCTION_EXERCISES
 
 F32 = np.float32
 
@@ -328,3 +329,4 @@ HISTOGRAM = ExerciseSpec(
 EXERCISES: dict[str, ExerciseSpec] = {s.name: s for s in (
     MAP, GUARDS, MAP_2D, BLOCKS, SHARED_MEMORY, POOLING, DOT, CONV1D, PREFIX_SUM, AXIS_SUM,
     MATMUL, HISTOGRAM)}
+EXERCISES.update({s.name: s for s in REDUCTION_EXERCISES})  # exercises 20-26
