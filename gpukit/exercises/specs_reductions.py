@@ -199,6 +199,8 @@ SCAN_MULTIBLOCK = HostExerciseSpec(
            "pattern:several_blocks": "After the per-block scans, block b must add the total of "
            "all blocks before it (the inclusive scan of the block sums at b - 1), not only the "
            "block just before.",
+           "no_launch": "Launch the kernels through the backend: "
+           "backend.compile_kernel(block_scan)[blocks, TPB](a, out, block_sums, n).",
            "host_copy": "Keep everything on the device: allocate the block sums with "
            "backend.allocate(blocks, np.float32) and launch kernels on them.",
            "budget": "Each thread of each launch may read at most 2 and write at most 2 global "
@@ -503,6 +505,10 @@ STREAM_OVERLAP = HostExerciseSpec(
            "unwritten": "Some elements were never copied back: the last chunk must end at n "
            "(chunk = ceil(n / CHUNKS); stop = min(start + chunk, n)).",
            "budget": "One thread per element: each thread reads one element and writes one.",
+           "host_compute": "The kernel must compute h_out's values (y[i] = 3 * x[i] + 1 for "
+           "its chunk); the host only copies.",
+           "no_launch": "Launch one kernel per chunk: kernel[blocks, TPB, s](d_in[part], "
+           "d_out[part]).",
            "host_error": "Your function itself raised: read the message, and use the `backend` "
            "argument for streams, arrays and kernels."},
 )
