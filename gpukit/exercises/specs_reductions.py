@@ -335,8 +335,8 @@ def _case_attn(m: int, length: int, d: int, tpb: int, scale: float) -> Case:
                 {"TPB": tpb, "L": length}, frozenset(tags))
 
 
-ATTN_CASES = ((1, 5, 4, 32, 1), (3, 40, 8, 32, 1), (4, 64, 16, 64, 40), (2, 100, 8, 128, 40),
-              (3, 300, 32, 256, 40), (2, 256, 16, 256, 1))
+ATTN_CASES = ((1, 5, 4, 32, 1), (3, 40, 8, 32, 1), (4, 64, 16, 64, 200), (2, 100, 8, 128, 200),
+              (3, 300, 32, 256, 200), (2, 256, 16, 256, 1))
 
 
 def _attn_drawn(rng: np.random.Generator) -> list[Case]:
@@ -344,7 +344,7 @@ def _attn_drawn(rng: np.random.Generator) -> list[Case]:
     kernel for the simulator to compile, which takes seconds)."""
     _, length, _, tpb, _ = ATTN_CASES[int(rng.integers(len(ATTN_CASES)))]
     return [_case_attn(int(rng.integers(1, 4)), length, int(rng.choice((4, 8, 16))), tpb,
-                       float(rng.choice((1, 40))))]
+                       float(rng.choice((1, 200))))]
 
 
 def _attention(x: dict[str, Any], c: Case) -> dict[str, np.ndarray]:
