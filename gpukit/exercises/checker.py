@@ -26,6 +26,7 @@ from ..errors import (
     RaceConditionError,
 )
 from .budgets import AccessCounter, judge
+from .host import HostExerciseSpec, check_host
 from .progress import record as _record_progress
 from .report import CheckResult, RunResult
 from .spec import Case, ExerciseSpec
@@ -369,10 +370,13 @@ def check(kernel: Any, exercise: str | ExerciseSpec, *, seed: int = 0, quiet: bo
     if not isinstance(show, bool):
         raise ExerciseUsageError(f"show must be True or False, got {show!r}")
     spec = get_spec(exercise)
-    validate_kernel(kernel, spec)
     if show:  # the picture before the verdict (gpukit/exercises/show.py)
         from .show import display_show  # lazy: show imports this module
         display_show(kernel, spec, seed=seed, device=device, watchdog_s=watchdog_s)
+    if isinstance(spec, HostExerciseSpec):  # answered by a host function
+        return check_host(kernel, spec, seed=int(seed), quiet=quiet, device=device,
+                          watchdog_s=watchdog_s)
+    validate_kernel(kernel, spec)
     cases = spec.all_cases(int(seed))
     backend = CPUBackend(device=device, checks=True, watchdog_s=watchdog_s)  # checks both
     kernels = Kernels(kernel, spec, backend)
