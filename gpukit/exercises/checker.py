@@ -32,8 +32,18 @@ from .report import CheckResult, RunResult
 from .spec import Case, ExerciseSpec
 from .specs import EXERCISES
 
-__all__ = ["ExerciseUsageError", "Kernels", "RunResult", "check", "describe_error", "error_cause",
-           "get_spec", "located", "validate_kernel"]
+__all__ = [
+    "ExerciseUsageError",
+    "Kernels",
+    "RunResult",
+    "check",
+    "compare_output",
+    "describe_error",
+    "error_cause",
+    "get_spec",
+    "located",
+    "validate_kernel",
+]
 
 TRACE_EVENTS = 4_000_000  # exercise launches are small: every access is traced for the budgets
 _STOPS = (KernelTimeoutError.__name__, "TraceTooLargeError")  # a loop that never ends: stop checking
@@ -167,7 +177,7 @@ def _fmt_index(name: str, index: tuple[int, ...]) -> str:
     return f"{name}[{', '.join(map(str, index))}]"
 
 
-def _compare(name: str, got: np.ndarray, want: np.ndarray, written: np.ndarray | None,
+def compare_output(name: str, got: np.ndarray, want: np.ndarray, written: np.ndarray | None,
              start: np.ndarray | None, spec: ExerciseSpec) -> tuple[str | None, str, dict]:
     """(kind, message, facts) for an output; kind is None when it is the reference.
 
@@ -294,7 +304,7 @@ def _run(kernels: Kernels, spec: ExerciseSpec, case: Case, schedule: str, seed: 
         mask = None if zeros else dev.allocation.init_mask()
         written = None if mask is None else mask.reshape(got.shape)
         start = np.zeros(got.shape, got.dtype) if zeros else None
-        kind, message, out_facts = _compare(name, got, expected[name], written, start, spec)
+        kind, message, out_facts = compare_output(name, got, expected[name], written, start, spec)
         if failure is None and kind is not None:
             failure = (kind, message, out_facts)
         if not facts or (facts["untouched"] and not out_facts["untouched"]):

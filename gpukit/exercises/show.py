@@ -39,6 +39,8 @@ from .spec import Case, ExerciseSpec
 
 __all__ = ["MIN_FONT", "ShowInfo", "pick_case", "show"]
 
+DEFAULT_PHASES = 4  # barrier phases drawn unless `phases` asks for others
+
 MAX_EVENTS = 200_000  # a picture of more accesses than this would be unreadable anyway
 SMALL_THREADS = 64  # the automatic case has at most this many threads where the spec allows,
 SMALL_BLOCKS = 4  # and several blocks, but at most this many
@@ -315,8 +317,8 @@ def show(kernel: Any, exercise: str | ExerciseSpec, *, case: Case | int | None =
     and output arrays with their values, the shared-memory tiles of each block, and which thread
     read (pale) or wrote (strong, black edge) each element. Pick the size with sizes of the
     exercise's cases (`show(make_kernel, "shared_memory", n=21)`) or `case=` (an index into the
-    exercise's cases, or a `gpukit.exercises.Case`); `phases` (such as `range(3)`) draws only
-    those barrier phases of a kernel that has many. A kernel that fails is drawn too, with the
+    exercise's cases, or a `gpukit.exercises.Case`); the first DEFAULT_PHASES barrier phases are
+    drawn (the note says which are left out), `phases` (such as `range(4, 8)`) picks others. A kernel that fails is drawn too, with the
     error in the title. For an exercise answered by a host function (one that allocates,
     launches and copies), pass that function: each launch it makes is drawn, phase by phase,
     with the arrays it touched. Returns a matplotlib Figure (Jupyter displays it); what it drew
@@ -331,7 +333,14 @@ def show(kernel: Any, exercise: str | ExerciseSpec, *, case: Case | int | None =
     validate_kernel(kernel, spec)
     index, chosen = pick_case(spec, case, int(seed), **size)
     run = _execute(kernel, spec, index, chosen, int(seed), device, watchdog_s)
-    return draw(run, spec, _select(panels_of(run.trace), wanted))
+    panels = _select(panels_of(run.trace), wanted)
+    if wanted is None and len(panels) > DEFAULT_PHASES:  # a figure stays readable (and small)
+        last = panels[-1].phase
+        more = (f"phases {DEFAULT_PHASES} to {last} are not drawn: "
+                f"phases=range({DEFAULT_PHASES}, {last + 1}) draws them")
+        run.note = f"{run.note}; {more}" if run.note else more
+        panels = panels[:DEFAULT_PHASES]
+    return draw(run, spec, panels)
 
 
 def _phases(phases: Any) -> set[int] | None:
