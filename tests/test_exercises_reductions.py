@@ -1,4 +1,4 @@
-"""Exercises 20-26 (gpukit.exercises.specs_reductions): the official solutions pass, known-wrong
+"""Exercises 20-26 (gpukit.exercises.specs_reductions and specs_host): the official solutions pass, known-wrong
 solutions are rejected with the verdict expected, the cases span one warp to 256 threads, and
 host-function exercises (gpukit.exercises.host) are checked through check() like kernels.
 
@@ -19,10 +19,12 @@ from exercise_wrong_reductions import WRONG_REDUCTIONS
 
 from gpukit.exercises import EXERCISES, ExerciseUsageError, check, get_spec
 from gpukit.exercises.host import HostExerciseSpec
+from gpukit.exercises.specs_host import HOST_EXERCISES
 from gpukit.exercises.specs_reductions import REDUCTION_EXERCISES
 
 ROOT = Path(__file__).resolve().parents[1]
-NAMES = [s.name for s in REDUCTION_EXERCISES]
+NAMES = ["warp_reduce", "block_reduce_atomic", "scan_multiblock", "softmax", "layer_norm",
+         "attention", "stream_overlap"]
 NUMBERS = dict(zip(NAMES, range(20, 27)))
 CHECK_CALL = re.compile(r'check\((\w+),\s*"(\w+)"\)')
 
@@ -49,10 +51,10 @@ def _flat(text: str) -> str:
     return " ".join(text.split())
 
 
-def test_the_seven_exercises_are_registered_after_the_first_twelve() -> None:
+def test_the_seven_exercises_are_registered_after_the_grid_exercises() -> None:
     names = list(EXERCISES)
-    assert names[names.index("histogram") + 1:][:7] == NAMES
-    assert [get_spec(n) for n in NAMES] == list(REDUCTION_EXERCISES)
+    assert names[names.index("matmul_partial") + 1:][:7] == NAMES
+    assert sorted(NAMES) == sorted(s.name for s in (*REDUCTION_EXERCISES, *HOST_EXERCISES))
     hosts = {n for n in NAMES if isinstance(get_spec(n), HostExerciseSpec)}
     assert hosts == {"scan_multiblock", "stream_overlap"}
 
@@ -152,9 +154,10 @@ def test_notebooks_have_the_conventions(name: str) -> None:
     exercise_code = ["".join(c["source"]) for c in exercise if c["cell_type"] == "code"]
     assert any(c.startswith("# YOUR CODE HERE") for c in exercise_code)
     assert re.search(rf'check\(\w+, "{name}"\)', exercise_code[-1])
+    entry = CHECK_CALL.search(exercise_code[-1]).group(1)
     for cells in (exercise, solution):
         text = "".join("".join(c["source"]) for c in cells)
-        assert "NBVAL" not in text and "show(" not in text
+        assert "NBVAL" not in text and f'show({entry}, "{name}")' in text
         assert all(c.get("outputs") for c in cells if c["cell_type"] == "code"
                    and "check(" in "".join(c["source"])), "committed with outputs"
     verdict = "".join("".join(o.get("text", "")) for o in solution[-1]["outputs"])

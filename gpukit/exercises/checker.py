@@ -42,6 +42,7 @@ __all__ = [
     "error_cause",
     "get_spec",
     "located",
+    "note_untouched",
     "validate_kernel",
 ]
 
@@ -178,7 +179,7 @@ def _fmt_index(name: str, index: tuple[int, ...]) -> str:
 
 
 def compare_output(name: str, got: np.ndarray, want: np.ndarray, written: np.ndarray | None,
-             start: np.ndarray | None, spec: ExerciseSpec) -> tuple[str | None, str, dict]:
+                   start: np.ndarray | None, spec: ExerciseSpec) -> tuple[str | None, str, dict]:
     """(kind, message, facts) for an output; kind is None when it is the reference.
 
     `written` is the mask of elements the kernel wrote (None where the output starts at zeros
@@ -342,7 +343,7 @@ def _half_used(label: str, trace: Any) -> str:
     return "written but never read" if 1 in kinds else "read but never written"
 
 
-def _untouched_evidence(runs: list[RunResult]) -> None:
+def note_untouched(runs: list[RunResult]) -> None:
     """Say "still the skeleton?" only when no run wrote anything; else say it writes elsewhere."""
     compared = [r for r in runs if "untouched" in r.facts]
     never = bool(runs) and len(compared) == len(runs) and all(r.facts["untouched"]
@@ -405,7 +406,7 @@ def check(kernel: Any, exercise: str | ExerciseSpec, *, seed: int = 0, quiet: bo
                 break  # a kernel that hangs would hang in every case: stop here
     finally:
         backend.shutdown()
-    _untouched_evidence(runs)
+    note_untouched(runs)
     result = CheckResult(spec, runs, int(seed))
     _record_progress(result)  # for progress()
     if not quiet:

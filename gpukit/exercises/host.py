@@ -115,15 +115,15 @@ def _budgets(spec: HostExerciseSpec, case: Case, backend: RecordingBackend) -> l
 
 
 def _compare(spec: ExerciseSpec, outputs: dict[str, tuple[np.ndarray, np.ndarray | None]],
-             expected: dict[str, np.ndarray]) -> tuple[str, str] | None:
+             expected: dict[str, np.ndarray]) -> tuple[str, str, dict] | None:
     from .checker import compare_output  # lazy: checker imports this module
     for name, want in expected.items():
         if name not in outputs:
             continue
         got, written = outputs[name]
-        kind, message, _ = compare_output(name, got, want, written, None, spec)
+        kind, message, facts = compare_output(name, got, want, written, None, spec)
         if kind is not None:
-            return kind, message
+            return kind, message, facts
     return None
 
 
@@ -140,7 +140,8 @@ def _run(func: Callable, spec: HostExerciseSpec, case: Case, schedule: str, seed
         except Exception as exc:  # noqa: BLE001 - the learner's host code failed: report it
             return RunResult(case, schedule, seed, False, "host_error",
                              f"your function raised {type(exc).__name__}: {exc}")
-        failure = _compare(spec, outputs, expected)
+        compared = _compare(spec, outputs, expected)
+        failure, facts = (compared[:2], compared[2]) if compared is not None else (None, {})
         if failure is None and not backend.checked:
             failure = ("no_launch", ("your function launched no kernel: the work must run on "
                        "the (simulated) device"))
@@ -155,7 +156,7 @@ def _run(func: Callable, spec: HostExerciseSpec, case: Case, schedule: str, seed
                 for b in over))
         if failure is None:
             return RunResult(case, schedule, seed, True, "ok", "", budgets)
-        return RunResult(case, schedule, seed, False, failure[0], failure[1], budgets)
+        return RunResult(case, schedule, seed, False, failure[0], failure[1], budgets, facts)
     finally:
         backend.shutdown()
 
@@ -194,6 +195,8 @@ def check_host(func: Any, spec: HostExerciseSpec, *, seed: int = 0, quiet: bool 
                 break
         if runs and runs[-1].kind == KernelTimeoutError.__name__:
             break
+    from .checker import note_untouched  # lazy: checker imports this module
+    note_untouched(runs)
     result = CheckResult(spec, runs, int(seed))
     record_progress(result)  # for progress()
     if not quiet:

@@ -17,7 +17,8 @@ import numpy as np
 
 from .spec import Budget, Case, ExerciseSpec, case_1d, case_2d, ceil_div
 from .specs_grids import GRID_EXERCISES
-from .specs_reductions import REDUCTION_EXERCISES
+from .specs_host import SCAN_MULTIBLOCK, STREAM_OVERLAP
+from .specs_reductions import ATTENTION, BLOCK_REDUCE_ATOMIC, LAYER_NORM, SOFTMAX, WARP_REDUCE
 
 F32 = np.float32
 WARP_TO_256 = (32, 64, 128, 256)  # block sizes the drawn cases of plain kernels pick from
@@ -408,4 +409,6 @@ EXERCISES: dict[str, ExerciseSpec] = {s.name: s for s in (
     MAP, GUARDS, MAP_2D, BLOCKS, SHARED_MEMORY, POOLING, DOT, CONV1D, PREFIX_SUM, AXIS_SUM,
     MATMUL, HISTOGRAM)}
 EXERCISES.update({s.name: s for s in GRID_EXERCISES})  # 13-19: 2-D and 3-D grids
-EXERCISES.update({s.name: s for s in REDUCTION_EXERCISES})  # 20-26: reductions, scans, streams
+EXERCISES.update({s.name: s for s in (  # 20-26: reductions, scans, row-wise kernels, streams
+    WARP_REDUCE, BLOCK_REDUCE_ATOMIC, SCAN_MULTIBLOCK, SOFTMAX, LAYER_NORM, ATTENTION,
+    STREAM_OVERLAP)})
