@@ -388,11 +388,12 @@ MATMUL_PARTIAL = ExerciseSpec(
            "must be written in every tile step, before the barrier: when TK differs from BX or "
            "BY, one element per thread is too few or too many; loop over the tile's width "
            "(k = tx, tx + BX, ... < TK) and height (k = ty, ty + BY, ... < TK).",
-           "OutOfBoundsError": "Past the end of a_tile or b_tile (shared): a_tile is BY x TK "
-           "and b_tile TK x BX, so index a_tile[ty, k] and b_tile[k, tx] with k < TK, never "
-           "with tx or ty alone. Past the end of a or b: where a tile hangs over the edge (row "
+           "OutOfBoundsError": "Past the end of a or b: where a tile hangs over the edge (row "
            ">= M, column >= N, or k >= K), store 0 in the shared tile instead of reading; guard "
            "only the final write with out's shape.",
+           "oob:shared": "Past the end of a_tile or b_tile: a_tile is BY x TK and b_tile TK x "
+           "BX, so index a_tile[ty, k] and b_tile[k, tx] with k < TK, never with tx or ty "
+           "alone.",
            "pattern:partial_block": "Where a tile hangs over the edge of a or b, store 0 in the "
            "shared tile instead of reading past the end, and guard only the final write."},
 )
