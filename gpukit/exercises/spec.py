@@ -135,6 +135,22 @@ class ExerciseSpec:
         return f"kernel[grid, block]({', '.join(self.params)})"
 
 
+# -- input and case helpers shared by the spec modules -------------------------------------------
+def small_ints(rng: np.random.Generator, shape: Any, lo: int = -9, hi: int = 10) -> np.ndarray:
+    """Seeded small integers stored as float32: sums of them are exact in any order."""
+    return rng.integers(lo, hi, size=shape).astype(np.float32)
+
+
+def n_of(case: Case) -> int:
+    """The case's size "n"."""
+    return case.size["n"]
+
+
+def tpb_of(case: Case) -> int:
+    """The case's factory argument "TPB" (threads per block)."""
+    return case.params["TPB"]
+
+
 # -- launch-shape helpers ----------------------------------------------------------------------
 def case_1d(n: int, block: int, grid: int | None = None, params: dict[str, int] | None = None,
             tags: tuple[str, ...] = (), **size: int) -> Case:

@@ -16,6 +16,9 @@ from typing import Any
 import numpy as np
 
 from .spec import Budget, Case, ExerciseSpec, case_1d, case_2d, ceil_div
+from .spec import n_of as _n
+from .spec import small_ints as _vals
+from .spec import tpb_of as _tpb
 from .specs_grids import GRID_EXERCISES
 from .specs_host import SCAN_MULTIBLOCK, STREAM_OVERLAP
 from .specs_reductions import ATTENTION, BLOCK_REDUCE_ATOMIC, LAYER_NORM, SOFTMAX, WARP_REDUCE
@@ -32,18 +35,6 @@ def _pick(rng: np.random.Generator, choices: tuple) -> Any:
 def _int(rng: np.random.Generator, lo: int, hi: int) -> int:
     """A number in lo..hi (both included)."""
     return int(rng.integers(lo, hi + 1))
-
-
-def _vals(rng: np.random.Generator, shape: Any, lo: int = -9, hi: int = 10) -> np.ndarray:
-    return rng.integers(lo, hi, size=shape).astype(F32)
-
-
-def _n(case: Case) -> int:
-    return case.size["n"]
-
-
-def _tpb(case: Case) -> int:
-    return case.params["TPB"]
 
 
 def _shared_tpb(case: Case) -> int:

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from .spec import Budget, Case, ExerciseSpec, ceil_div
+from .spec import small_ints as _vals
 
 F32 = np.float32
 
@@ -26,10 +27,6 @@ def _pick(rng: np.random.Generator, options: Any) -> Any:
 def _past(rng: np.random.Generator, step: int, most: int = 3) -> int:
     """A size between one and `most` steps, usually not a multiple of the step."""
     return int(rng.integers(step + 1, most * step))
-
-
-def _vals(rng: np.random.Generator, shape: Any, lo: int = -9, hi: int = 10) -> np.ndarray:
-    return rng.integers(lo, hi, size=shape).astype(F32)
 
 
 def _rc(case: Case) -> tuple[int, int]:

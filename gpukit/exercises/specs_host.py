@@ -18,23 +18,14 @@ import numpy as np
 from .budgets import AccessCounter
 from .host import HostExerciseSpec, RecordingBackend
 from .spec import Budget, Case, case_1d, ceil_div
+from .spec import n_of as _n
+from .spec import small_ints as _vals
+from .spec import tpb_of as _tpb
 
 F32 = np.float32
 COMMON_TAGS = {
     "tag:TPB=32": "the block is a single warp (TPB=32)",
 }
-
-
-def _vals(rng: np.random.Generator, shape: Any, lo: int = -9, hi: int = 10) -> np.ndarray:
-    return rng.integers(lo, hi, size=shape).astype(F32)
-
-
-def _n(case: Case) -> int:
-    return case.size["n"]
-
-
-def _tpb(case: Case) -> int:
-    return case.params["TPB"]
 
 
 # -- 22. scan_multiblock (a host function) ---------------------------------------------------------

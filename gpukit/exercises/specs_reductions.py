@@ -18,20 +18,11 @@ import numpy as np
 
 from ..devices import WARP_SIZE
 from .spec import Budget, Case, ExerciseSpec, case_1d, ceil_div
+from .spec import n_of as _n
+from .spec import small_ints as _vals
+from .spec import tpb_of as _tpb
 
 F32 = np.float32
-def _vals(rng: np.random.Generator, shape: Any, lo: int = -9, hi: int = 10) -> np.ndarray:
-    return rng.integers(lo, hi, size=shape).astype(F32)
-
-
-def _n(case: Case) -> int:
-    return case.size["n"]
-
-
-def _tpb(case: Case) -> int:
-    return case.params["TPB"]
-
-
 def _cases(triples: tuple[tuple[int, ...], ...]) -> list[Case]:
     """case_1d(n, TPB) per (n, TPB) or (n, TPB, grid)."""
     out = []
