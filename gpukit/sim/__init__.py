@@ -1,7 +1,8 @@
 """The GPU simulator behind CPUBackend: kernels compiled by Numba, run thread by thread, checked.
 
-`kernel` (with `compiler`, `transform`, `names`, `source`) turns a Numba CUDA kernel into compiled
-code; `launch` runs a launch (`sync` schedules threads at barriers and warp intrinsics; `access`,
+`kernel` (with `compiler`, `transform`, `names`, `source`, `regions`) turns a Numba CUDA kernel
+into compiled code; `launch` runs a launch (`sync` schedules threads at barriers and warp
+intrinsics, `regions` splits barrier-only kernels into per-thread loops between barriers; `access`,
 `atomics`, `intrinsics` and `runtime` are what the compiled code calls; `report` words errors);
 `memory` is the simulated device memory and `streams` its modeled timeline. It imports nothing
 from the rest of gpukit but `gpukit.errors`: the backend validates launches and passes plain

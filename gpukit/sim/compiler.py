@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import KernelTypingError
-from . import access, atomics, cudamath, intrinsics, lowlevel, names, runtime, sync
+from . import access, atomics, cudamath, intrinsics, lowlevel, names, regions, runtime, sync
 from . import layout as L
 from .transform import (
     CTX,
@@ -69,8 +69,10 @@ RUNTIME: dict[str, Any] = {
     P + "bare": lowlevel.bare, P + "begin_block": sync.begin_block,
     P + "begin_thread": sync.begin_thread, P + "begin_generators": sync.begin_generators,
     P + "restore_thread": sync.restore_thread, P + "save_thread": sync.save_thread,
+    P + "pause_thread": sync.pause_thread, P + "keep": sync.keep, P + "reload": sync.reload,
     P + "runnable": sync.runnable, P + "end_launch": sync.end_launch,
     P + "returned": sync.returned, P + "thread_at": sync.thread_at, P + "resolve": sync.resolve,
+    P + "barrier": sync.barrier,
     P + "gen_sizeof": lowlevel.gen_sizeof, P + "gen_put": lowlevel.gen_put,
     P + "gen_resume": lowlevel.gen_resume, "np": np, P + "NODESC": access.NODESC,
     P + "desc": access.desc, P + "count": runtime.count,
@@ -147,8 +149,13 @@ class KernelBuilder:
         if generator and not _yields(body):
             generator = False
         unit = Unit(func, f"{P}kernel", True, generator=generator)
-        body = replace_flush(body + [ast.Expr(_call(P + "FLUSH"))], rw.flush())
-        unit.source = _function_source(unit.name, rw.params, rw.prologue() + body)
+        body = rw.prologue() + replace_flush(body + [ast.Expr(_call(P + "FLUSH"))], rw.flush())
+        unit.source = _function_source(unit.name, rw.params, body)
+        split = regions.split(body, self.build.uses_fences) if generator else None
+        if split is not None:
+            unit.generator_source = unit.source
+            unit.source = _function_source(unit.name, rw.params, split[0])
+            unit.region_vars = split[1]
         unit.namespace = rw.namespace
         unit.frame_bytes = rw.frame_bytes
         unit.calls = rw.calls
@@ -283,9 +290,10 @@ def _function_source(name: str, params: list[str], body: list[ast.stmt]) -> str:
     return ast.unparse(module)
 
 
-def driver_source(params: list[str], generator: bool, nslots: int) -> str:
+def driver_source(params: list[str], generator: bool, nslots: int, regions: bool = False) -> str:
     """The function that runs a launch: every block, every thread. Its own names all start
-    with _g_, so that no kernel parameter is shadowed."""
+    with _g_, so that no kernel parameter is shadowed. A kernel run region by region
+    (gpukit.sim.regions) runs a whole block per call."""
     args = ", ".join(params)
     call = f"{P}kernel({CTX}, {P}D{', ' if params else ''}{args})"
     lines = [f"def {P}drive({CTX}{', ' if params else ''}{args}):"]
@@ -298,6 +306,14 @@ def driver_source(params: list[str], generator: bool, nslots: int) -> str:
                   "        for _g_k in range(_g_tpb):",
                   f"            {P}begin_thread({CTX}, {P}thread_at({CTX}, _g_k))",
                   f"            {call}",
+                  f"    {P}end_launch({CTX})",
+                  "    return 0"]
+        return "\n".join(lines)
+    if regions:
+        lines += [f"    for _g_run in range({CTX}[{L.NBLOCKS}]):",
+                  f"        {P}begin_block({CTX}, _g_run)",
+                  f"        {P}begin_generators({CTX})",
+                  f"        {call}",
                   f"    {P}end_launch({CTX})",
                   "    return 0"]
         return "\n".join(lines)
@@ -365,8 +381,9 @@ def _typing_pipeline() -> Any:
     return TypingOnly
 
 
-def cuda_typecheck(func: pytypes.FunctionType, argtypes: tuple) -> None:
-    """Type `func` as numba-cuda would for a GPU; raise its error as the kernel's own."""
+def cuda_typecheck(func: pytypes.FunctionType, argtypes: tuple) -> dict:
+    """Type `func` as numba-cuda would for a GPU; raise its error as the kernel's own. Returns
+    numba-cuda's types of the kernel's variables (SSA versions of `x` are `x`, `x.1`, ...)."""
     from numba.cuda import utils
     from numba.cuda.descriptor import cuda_target
     from numba.cuda.flags import CUDAFlags
@@ -379,13 +396,14 @@ def cuda_typecheck(func: pytypes.FunctionType, argtypes: tuple) -> None:
     pipeline = _typing_pipeline()
     try:
         with utils.numba_target_override(), _device_for_typing():
-            pipeline(cuda_target.typing_context, cuda_target.target_context, None,
-                     argtypes, None, flags, {}).compile_extra(func)
+            typemap, _ = pipeline(cuda_target.typing_context, cuda_target.target_context,
+                                  None, argtypes, None, flags, {}).compile_extra(func)
     except Exception as exc:  # numba-cuda rejects the kernel: say why, in its words
         from numba.core.errors import NumbaError
         if not isinstance(exc, NumbaError) and type(exc).__module__.split(".")[0] != "numba":
             raise
         raise _typing_error(func, exc) from None
+    return dict(typemap)
 
 
 def _line_naming(func: pytypes.FunctionType, text: str) -> int | None:

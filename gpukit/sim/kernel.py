@@ -58,13 +58,25 @@ class SimKernel:
         self.local_kernel_bytes = self.unit.frame_bytes
         self.local_bytes = self.unit.frame_bytes + _call_depth(self.unit, ())
         self.param_usage = param_usage(self.unit, self.param_names)
-        self.driver_source = driver_source(list(self.param_names), self.generator,
-                                           len(self.slots))
-        # what the compiled code depends on (None: a global that cannot be fingerprinted)
-        self.key = cache.content_key(self.units, self.driver_source, _JIT)
         self._driver: Any = None
+        self._sources()
         self.checked_signatures: set = set()
         self.signatures: dict = {}  # launch values' type keys -> Numba types (launch._signature)
+
+    def _sources(self) -> None:
+        self.regions = self.unit.region_vars is not None  # see gpukit.sim.regions
+        self.driver_source = driver_source(list(self.param_names), self.generator,
+                                           len(self.slots), self.regions)
+        # what the compiled code depends on (None: a global that cannot be fingerprinted)
+        self.key = cache.content_key(self.units, self.driver_source, _JIT)
+
+    def without_regions(self) -> None:
+        """Run as generators from now on: a value the kernel keeps across a barrier is not a
+        number or a bool (found when Numba types the region-run kernel)."""
+        self.unit.source = self.unit.generator_source
+        self.unit.region_vars = None
+        self._driver = None
+        self._sources()
 
     # -- compiled code -----------------------------------------------------------------------
     @property
@@ -126,7 +138,7 @@ def _compile(kernel: SimKernel) -> Any:
         code = compile(unit.source, f"<gpukit {kernel.name}: {unit.py_func.__name__}>", "exec")
         exec(code, namespace)  # noqa: S102 - the rewritten kernel
         options = dict(_JIT)
-        if unit.is_kernel and not unit.generator:
+        if unit.is_kernel and (not unit.generator or unit.region_vars is not None):
             options["forceinline"] = True
         compiled[unit.name] = numba.njit(**options)(namespace[unit.name])
         functions.append((unit, namespace))

@@ -25,6 +25,7 @@ from .compiler import cuda_typecheck
 from .kernel import SimKernel
 from .lowlevel import Trap
 from .memory import DeviceArray, DeviceMemory
+from .regions import kept_types_agree
 from .report import ErrorContext, format_prints, kernel_error
 
 STAMP_LIMIT = 1 << 31  # records keep 32-bit stamps: renumber long before they wrap
@@ -201,6 +202,9 @@ def _run(kernel: SimKernel, memory: DeviceMemory, workspace: Workspace, args: tu
     _local(kernel, workspace, c, tpb, infos)
     if kernel.generator:
         c[L.XCH] = workspace.address("xch", L.xch_bytes(tpb), zero=True)
+    if kernel.regions:
+        nv = max(len(kernel.unit.region_vars), 1)
+        c[L.REGION_VARS] = workspace.address("regions", nv * tpb * 8)
     if kernel.generator or kernel.uses_fences:
         c[L.BLOCK_STARTS] = workspace.address("starts", (nblocks + 1) * 8, zero=True)
     if kernel.uses_fences:
@@ -233,7 +237,7 @@ def _run(kernel: SimKernel, memory: DeviceMemory, workspace: Workspace, args: tu
     if watchdog_s:
         WATCHDOG.arm(c, watchdog_s)
     try:
-        if kernel.generator:
+        if kernel.generator and not kernel.regions:
             _run_generators(driver, c, values, workspace)
         else:
             driver(c, *values)
@@ -292,10 +296,20 @@ def _compiled_driver(kernel: SimKernel, values: list) -> Any:
         if sig not in kernel.checked_signatures:
             # a signature accepted in an earlier process (gpukit.sim.cache) is not typed again
             if not cache.typechecked(kernel.key, str(sig)):
-                cuda_typecheck(kernel.py_func, sig)
+                typemap = cuda_typecheck(kernel.py_func, sig)
+                if kernel.regions and not kept_types_agree(kernel.unit.region_vars, typemap):
+                    kernel.without_regions()  # a kept variable changes type across a barrier
+                    driver = kernel.driver
             kernel.checked_signatures.add(sig)
         with cache.quiet_cache_warnings():
-            driver.compile(full)
+            try:
+                driver.compile(full)
+            except numba.core.errors.TypingError:
+                if not kernel.regions:
+                    raise
+                kernel.without_regions()  # it keeps a tuple or a view across a barrier
+                driver = kernel.driver
+                driver.compile(full)
         cache.remember_typechecked(kernel.key, str(sig))
     return driver
 

@@ -67,6 +67,7 @@ TRACE_SEQ = 49  # address of the per-(thread, site) execution counters of the ru
 TRACE_EVERY = 90  # 0: every block is recorded; k: only blocks whose linear index is a multiple of k
 TRACE_QUIET = 91  # 1: a full trace stops recording (a sample) instead of stopping the launch
 TRACE_FULL = 92  # set to 1 when a quiet trace filled up
+REGION_VARS = 93  # address of the variables each thread keeps between regions (sim/regions)
 
 # -- sync points (kernels with barriers or warp intrinsics) -----------------------------------
 XCH = 50  # address of the exchange area: per thread, operands in and results out

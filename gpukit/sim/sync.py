@@ -356,6 +356,42 @@ def _block_barrier(c, x, checks):
     return True
 
 
+@register_jitable
+def barrier(c, kind):
+    """A block-wide barrier of a kernel run region by region (gpukit.sim.regions): every
+    runnable thread of the block has reached it, by construction (uniform control flow), and
+    threads that returned are excused, as in `_block_barrier`."""
+    x = c[L.XCH] + L.XCH_THREADS
+    if poll(c.ctypes.data + L.STOP * 8) != 0:
+        fail(c, L.E_WATCHDOG, -1, 0, 0, 0, 0, 0)
+    settle(c)
+    count, arrived = 0, 0
+    acquire = c[L.BLOCK_ACQUIRE]
+    for lt in range(c[L.TPB]):
+        if _get(x, lt, L.X_STATUS) == L.RUNNABLE:
+            arrived += 1
+            if kind != L.K_BARRIER and _get(x, lt, L.X_VALUE) != 0:
+                count += 1
+            acquire = max(acquire, _get(x, lt, L.X_ACQUIRE))
+    c[L.STAMP] += 1
+    c[L.BARRIER_STAMP] = c[L.STAMP]
+    c[L.PHASE] += 1
+    c[L.WARP_EVENTS] = 0
+    c[L.BLOCK_ACQUIRE] = acquire
+    c[L.BARRIERS] += 1
+    if kind == L.K_BARRIER:
+        return
+    if kind == L.K_SYNC_COUNT:
+        res = count
+    elif kind == L.K_SYNC_AND:
+        res = 1 if count == arrived else 0
+    else:
+        res = 1 if count > 0 else 0
+    for lt in range(c[L.TPB]):
+        if _get(x, lt, L.X_STATUS) == L.RUNNABLE:
+            _set(x, lt, L.X_RESULT, res)
+
+
 @njit(cache=True, nogil=True)
 def resolve(c):
     """Complete what the block's waiting threads can complete. Returns how many threads are
@@ -399,6 +435,43 @@ def save_thread(c, code):
     _set(x, lt, L.X_STATUS, L.EXITED if code < 0 else L.WAITING)
     _set(x, lt, L.X_FENCE, c[L.FENCE_STAMP])
     _set(x, lt, L.X_ACQUIRE, c[L.ACQUIRE_SEQ])
+
+
+@register_jitable
+def pause_thread(c):
+    """After a region that ends without a barrier (gpukit.sim.regions): the running thread
+    stays runnable; its fence/acquire state is kept."""
+    x = c[L.XCH] + L.XCH_THREADS
+    lt = c[L.LT]
+    _set(x, lt, L.X_FENCE, c[L.FENCE_STAMP])
+    _set(x, lt, L.X_ACQUIRE, c[L.ACQUIRE_SEQ])
+
+
+def keep(c, nv, k, v):
+    """Keep the running thread's value of its `k`-th of `nv` kept variables (a number or a
+    bool) until its next region (gpukit.sim.regions)."""
+
+
+@overload(keep, jit_options={'forceinline': True})
+def _ol_keep(c, nv, k, v):
+    if isinstance(v, (types.Integer, types.Float, types.Boolean)):
+        def impl(c, nv, k, v):
+            store_i64(c[L.REGION_VARS] + (c[L.LT] * nv + k) * 8, bits_of(v))
+        return impl
+    return None  # a tuple, an array view, ...: the kernel runs as generators instead
+
+
+def reload(c, nv, k, proto):
+    """The running thread's kept value of its `k`-th variable, of the type of `proto`."""
+
+
+@overload(reload, jit_options={'forceinline': True})
+def _ol_reload(c, nv, k, proto):
+    if isinstance(proto, (types.Integer, types.Float, types.Boolean)):
+        def impl(c, nv, k, proto):
+            return from_bits(load_i64(c[L.REGION_VARS] + (c[L.LT] * nv + k) * 8), proto)
+        return impl
+    return None
 
 
 @register_jitable

@@ -94,6 +94,8 @@ class Unit:
     frame_bytes: int = 0  # its own local arrays
     generator: bool = False
     calls: list[Unit] = field(default_factory=list)
+    region_vars: tuple[str, ...] | None = None  # run region by region: what threads keep
+    generator_source: str = ""  # then: its source as a generator, should regions not compile
 
 
 @dataclass

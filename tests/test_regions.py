@@ -1,0 +1,229 @@
+"""Kernels whose sync points are all block-wide barriers run region by region (gpukit.sim.regions):
+the same answers, checks and errors as running every thread as a generator, and the cases that
+must stay generators do."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from numba import cuda, float32, int32
+
+from gpukit.backends.cpu import CPUBackend
+from gpukit.errors import KernelError
+
+TPB = 64
+
+
+def tree_sum(a, out):
+    s = cuda.shared.array(TPB, float32)
+    t = cuda.threadIdx.x
+    i = cuda.grid(1)
+    s[t] = a[i] if i < a.size else 0.0
+    cuda.syncthreads()
+    stride = cuda.blockDim.x // 2
+    while stride > 0:
+        if t < stride:
+            s[t] += s[t + stride]
+        cuda.syncthreads()
+        stride //= 2
+    if t == 0:
+        out[cuda.blockIdx.x] = s[0]
+
+
+def tiled_rows(a, out):
+    """Sums each row of `a` in tiles of TPB columns (a block-level for over tiles)."""
+    tile = cuda.shared.array(TPB, float32)
+    t = cuda.threadIdx.x
+    row = cuda.blockIdx.x
+    acc = float32(0.0)
+    for k in range((a.shape[1] + TPB - 1) // TPB):
+        col = k * TPB + t
+        tile[t] = a[row, col] if col < a.shape[1] else 0.0
+        cuda.syncthreads()
+        if t == 0:
+            for j in range(TPB):
+                acc += tile[j]
+        cuda.syncthreads()
+    if t == 0:
+        out[row] = acc
+
+
+def early_exit_counts(a, out):
+    """Threads past the end return before the barriers (excused, as on Volta and later)."""
+    i = cuda.grid(1)
+    if i >= a.size:
+        return
+    n = cuda.syncthreads_count(1 if a[i] > 0 else 0)
+    every = cuda.syncthreads_and(1 if a[i] > 0 else 0)
+    some = cuda.syncthreads_or(1 if a[i] > 0 else 0)
+    out[i, 0] = n
+    out[i, 1] = every
+    out[i, 2] = some
+
+
+def returns_in_loop(a, out):
+    i = cuda.grid(1)
+    for k in range(4):
+        if i % 5 == k:
+            return
+    cuda.syncthreads()
+    out[i] = a[i] * 2
+
+
+def divergent(a, out):
+    i = cuda.grid(1)
+    if i < 16:
+        cuda.syncthreads()
+    out[i] = a[i]
+
+
+def per_thread_trips(a, out):
+    i = cuda.grid(1)
+    k = 0
+    while k < i % 3:
+        cuda.syncthreads()
+        k += 1
+    out[i] = k
+
+
+def keeps_a_tuple(a, out):
+    i = cuda.grid(1)
+    pair = (i, i + 1)
+    cuda.syncthreads()
+    out[i] = a[pair[0]] + a[pair[1] % a.size]
+
+
+def changes_type(a, out):
+    """`m` is float64 (from -inf) before the barrier and float32 (a shared element) after it."""
+    s = cuda.shared.array(TPB, float32)
+    t = cuda.threadIdx.x
+    m = -math.inf
+    for c in range(t, a.size, TPB):
+        m = max(m, a[c])
+    s[t] = m
+    cuda.syncthreads()
+    m = s[0]
+    cuda.syncthreads()
+    out[t] = a[t] - m
+
+
+def missing_barrier(a, out):
+    s = cuda.shared.array(TPB, float32)
+    t = cuda.threadIdx.x
+    s[t] = a[t]
+    cuda.syncthreads()
+    s[t] = s[(t + 1) % TPB] + 1  # reads a neighbour's element while the neighbour writes it
+    cuda.syncthreads()
+    out[t] = s[t]
+
+
+def uninitialised_tile(a, out):
+    s = cuda.shared.array(TPB, int32)
+    t = cuda.threadIdx.x
+    if t > 0:
+        s[t] = a[t]
+    cuda.syncthreads()
+    out[t] = s[TPB - 1 - t]
+
+
+def _run(backend, func, grid, block, *arrays, regions=True, **options):
+    kernel = backend.compile_kernel(func)
+    if not regions and kernel.sim.regions:
+        kernel.sim.without_regions()
+    dev = [backend.to_device(a) for a in arrays]
+    backend.launch_kernel(kernel, grid, block, *dev, **options)
+    return kernel, [backend.to_host(d) for d in dev]
+
+
+def test_uniform_barrier_kernels_run_as_regions():
+    be = CPUBackend()
+    for func in (tree_sum, tiled_rows, early_exit_counts, returns_in_loop, missing_barrier):
+        assert be.compile_kernel(func).sim.regions, func.__name__
+
+
+def test_divergent_or_per_thread_control_stays_generators():
+    be = CPUBackend()
+    for func in (divergent, per_thread_trips):
+        assert not be.compile_kernel(func).sim.regions, func.__name__
+
+
+def test_tree_sum_matches_numpy():
+    a = np.random.default_rng(1).random(1000).astype(np.float32)
+    out = np.zeros(16, np.float32)
+    kernel, (_, out) = _run(CPUBackend(), tree_sum, 16, TPB, a, out)
+    assert kernel.sim.regions
+    np.testing.assert_allclose(out, np.pad(a, (0, 24)).reshape(16, TPB).sum(axis=1), rtol=1e-5)
+
+
+def test_block_level_for_matches_numpy():
+    a = np.random.default_rng(2).random((5, 150)).astype(np.float32)
+    _, (_, out) = _run(CPUBackend(), tiled_rows, 5, TPB, a, np.zeros(5, np.float32))
+    np.testing.assert_allclose(out, a.sum(axis=1), rtol=1e-5)
+
+
+def test_sync_count_and_or_with_threads_that_returned():
+    a = np.array([1, 2, -1, 4, 5, 6, 7], np.int32)
+    _, (_, out) = _run(CPUBackend(), early_exit_counts, 1, 8, a, np.zeros((7, 3), np.int32))
+    np.testing.assert_array_equal(out, [[6, 0, 1]] * 7)
+    b = np.ones(7, np.int32)
+    _, (_, out) = _run(CPUBackend(), early_exit_counts, 1, 8, b, np.zeros((7, 3), np.int32))
+    np.testing.assert_array_equal(out, [[7, 1, 1]] * 7)
+
+
+def test_return_inside_a_loop_leaves_the_thread():
+    a = np.arange(20, dtype=np.float32)
+    out = np.full(20, -1, np.float32)
+    _, (_, out) = _run(CPUBackend(), returns_in_loop, 1, 20, a, out)
+    expected = np.where(np.arange(20) % 5 == 4, a * 2, -1)
+    np.testing.assert_array_equal(out, expected)
+
+
+def test_a_kept_tuple_falls_back_to_generators():
+    be = CPUBackend()
+    a = np.arange(32, dtype=np.float32)
+    kernel, (_, out) = _run(be, keeps_a_tuple, 1, 32, a, np.zeros(32, np.float32))
+    assert not kernel.sim.regions  # typing `keep` of a tuple failed: compiled as generators
+    np.testing.assert_array_equal(out, a + np.roll(a, -1))
+
+
+def test_a_variable_that_changes_type_falls_back_to_generators():
+    a = np.linspace(-1, 1, TPB).astype(np.float32)
+    kernel, (_, out) = _run(CPUBackend(), changes_type, 1, TPB, a, np.zeros_like(a))
+    assert not kernel.sim.regions  # numba-cuda types m float64, then float32
+    np.testing.assert_array_equal(out, a - a[0])
+
+
+@pytest.mark.parametrize("func, error", [(missing_barrier, "RaceConditionError"),
+                                         (uninitialised_tile, "UninitializedMemoryError")])
+@pytest.mark.parametrize("schedule", ["ordered", "shuffle"])
+def test_checks_report_the_same_error_as_generators(func, error, schedule):
+    a = np.arange(TPB).astype(np.float32 if func is missing_barrier else np.int32)
+    messages = []
+    for regions in (True, False):
+        with pytest.raises(KernelError) as info:
+            _run(CPUBackend(schedule=schedule), func, 1, TPB, a, np.zeros_like(a),
+                 regions=regions)
+        assert type(info.value).__name__ == error
+        messages.append(str(info.value))
+    assert messages[0] == messages[1]
+
+
+@settings(max_examples=25, deadline=None)
+@given(n=st.integers(1, 700), blocks=st.integers(1, 12), seed=st.integers(0, 2**16),
+       schedule=st.sampled_from(["ordered", "shuffle"]))
+def test_regions_and_generators_agree(n, blocks, seed, schedule):
+    rng = np.random.default_rng(seed)
+    a = rng.integers(-3, 4, n).astype(np.float32)
+    results = []
+    for regions in (True, False):
+        be = CPUBackend(schedule=schedule, seed=seed)
+        _, (_, out) = _run(be, tree_sum, blocks, TPB, a, np.zeros(blocks, np.float32),
+                           regions=regions)
+        results.append(out)
+        results.append(be.launches[-1].stats)
+    np.testing.assert_array_equal(results[0], results[2])
+    assert results[1] == results[3]
