@@ -260,6 +260,22 @@ def test_views_slices_and_chained_indexing(be):
     assert out.tolist() == [r[0] + r[1] + r[2] + r[2] for r in m]
 
 
+# numba-cuda's cuda.reduce compiles the function it is given, often a lambda, as a device function
+add_op = cuda.jit(device=True)(lambda a, b: a + b)
+double, square = cuda.jit(device=True)(lambda x: 2 * x), cuda.jit(device=True)(lambda x: x * x)
+
+
+def lambdas_as_device_functions(a, out):
+    i = cuda.grid(1)
+    out[i] = add_op(a[i], double(square(a[i])))
+
+
+def test_lambdas_as_device_functions_even_two_on_a_line(be):
+    a = np.arange(5.0)
+    (_, out) = run(be, lambdas_as_device_functions, 1, 5, a, np.zeros(5))
+    np.testing.assert_array_equal(out, a + 2 * a * a)
+
+
 POINT = np.dtype([("x", np.float64), ("y", np.float64)])
 
 
