@@ -14,7 +14,7 @@ import pytest
 from numba import cuda
 
 from gpukit.backends.cpu import CPUBackend
-from gpukit.errors import OutOfBoundsError, RaceConditionError
+from gpukit.errors import OutOfBoundsError, RaceConditionError, UnsupportedKernelError
 
 
 @pytest.fixture
@@ -224,6 +224,19 @@ def test_for_over_enumerate_zip_tuples_and_arrays(be):
     (*_, out) = run(be, iterate, 1, 1, a, b, np.zeros(1))
     want = sum(k * x for k, x in enumerate(a)) + a @ b + 6 + b.sum()
     assert out[0] == want
+
+
+def nested_enumerate_zip(x, y, out):
+    for i, (xv, yv) in enumerate(zip(x, y), 1):
+        out[i - 1] = i * 100 + xv * 10 + yv
+    for (i, xv), yv in zip(enumerate(x), y):  # zip stops at the shorter
+        out[i] += xv + yv
+
+
+def test_for_over_enumerate_and_zip_nested_in_each_other(be):
+    x, y = np.array([1, 2, 3]), np.array([4, 5, 6, 7])
+    (*_, out) = run(be, nested_enumerate_zip, 1, 1, x, y, np.zeros(3, np.int64))
+    assert out.tolist() == [(i + 1) * 100 + 11 * x[i] + 2 * y[i] for i in range(3)]
 
 
 def closures_and_none(a, out):
@@ -448,6 +461,16 @@ def test_code_that_relies_on_numba_wrapping_a_negative_index_runs_without_that_c
     assert out.tolist() == (a - np.roll(a, 1)).tolist()
     with pytest.raises(OutOfBoundsError, match=r"at -1, outside 0\.\.4; a computed index"):
         run(be, backward_difference, 1, 5, a, np.zeros(5))
+
+
+def doubled(a, out):
+    out[0] = a[0] * 2
+
+
+def test_float16_is_refused_in_words_not_with_numbas_internal_error(be):
+    with pytest.raises(UnsupportedKernelError, match=r"^kernel 'doubled' computes with float16 "
+                                                     r"\(half precision\), which gpukit's"):
+        run(be, doubled, 1, 1, np.ones(2, np.float16), np.zeros(1, np.float32))
 
 
 # -- functions and constants passed to device functions (numba-cuda's test_atomics does) ---------

@@ -615,7 +615,7 @@ class UnitRewriter:
             return [ast.For(target=self._target(node.target), iter=new_iter,
                             body=[tick, *target_defs, *self.body(node.body)], orelse=[])]
         if func is not None and func.obj in (enumerate, zip) and not it.keywords:
-            return self._indexed_loop(node, tick, func.obj)
+            return self._indexed_loop(node, tick)
         # iterating over an array or a tuple: index it, so reads are checked
         seq = self.build.fresh("s")
         k = self.build.fresh("k")
@@ -628,39 +628,40 @@ class UnitRewriter:
                 ast.For(target=_store(k), iter=_call("range", _call(P + "len", _name(seq))),
                         body=[tick, *body, *self.body(node.body)], orelse=[])]
 
-    def _indexed_loop(self, node: ast.For, tick: ast.stmt, kind: Any) -> list[ast.stmt]:
-        it = node.iter
+    def _indexed_loop(self, node: ast.For, tick: ast.stmt) -> list[ast.stmt]:
         k = self.build.fresh("k")
         out: list[ast.stmt] = []
-        seqs = []
-        start: ast.expr = _const(0)
-        args = list(it.args)
-        if kind is enumerate:
-            if len(args) == 2:
-                start = self.expr(args[1])
-            args = args[:1]
-        for a in args:
-            name = self.build.fresh("s")
-            out.append(_assign(name, self.expr(a)))
-            seqs.append((name, a))
-        length = _call(P + "len", _name(seqs[0][0]))
-        for name, _ in seqs[1:]:
-            length = _call("min", length, _call(P + "len", _name(name)))
-        items = []
-        for name, a in seqs:
-            site = self.site(a, "read", label=_root_name(a))
-            items.append(_call(P + "ld", _name(CTX), _name(name), _name(k), _const(site),
-                               _name(P + "NODESC"), _const(0)))
-        if kind is enumerate:
-            value: ast.expr = ast.Tuple(elts=[ast.BinOp(left=_name(k), op=ast.Add(),
-                                                        right=start), items[0]],
-                                        ctx=ast.Load())
-        else:
-            value = ast.Tuple(elts=items, ctx=ast.Load())
+        length, value = self._indexed_items(node.iter, k, out)
         body = self._bind_target(node.target, value)
         out.append(ast.For(target=_store(k), iter=_call("range", length),
                            body=[tick, *body, *self.body(node.body)], orelse=[]))
         return out
+
+    def _indexed_items(self, it: ast.expr, k: str,
+                       out: list[ast.stmt]) -> tuple[ast.expr, ast.expr]:
+        """(length, item k) of what a loop iterates: enumerate and zip, nested in each other
+        as deep as they are, over arrays and tuples indexed (so reads are checked); the
+        sequences are evaluated once, into `out`."""
+        func = self.resolve(it.func) if isinstance(it, ast.Call) else None
+        kind = func.obj if func is not None and not it.keywords else None
+        if kind is enumerate and len(it.args) in (1, 2):
+            length, item = self._indexed_items(it.args[0], k, out)
+            index: ast.expr = _name(k)
+            if len(it.args) == 2:
+                index = ast.BinOp(left=index, op=ast.Add(), right=self.expr(it.args[1]))
+            return length, ast.Tuple(elts=[index, item], ctx=ast.Load())
+        if kind is zip and it.args:
+            parts = [self._indexed_items(a, k, out) for a in it.args]
+            length = parts[0][0]
+            for other, _ in parts[1:]:
+                length = _call("min", length, other)
+            return length, ast.Tuple(elts=[item for _, item in parts], ctx=ast.Load())
+        name = self.build.fresh("s")
+        out.append(_assign(name, self.expr(it)))
+        site = self.site(it, "read", label=_root_name(it))
+        return (_call(P + "len", _name(name)),
+                _call(P + "ld", _name(CTX), _name(name), _name(k), _const(site),
+                      _name(P + "NODESC"), _const(0)))
 
     def _bind_target(self, target: ast.expr, value: ast.expr) -> list[ast.stmt]:
         """Assign an already rewritten value (loads marked) to a loop target."""
