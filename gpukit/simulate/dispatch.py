@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import GpukitError
+from ..errors import GpukitError, UnsupportedKernelError
 from ..sim.device_array import DeviceArray
 from .arrays import SimNDArray, is_mapped
 from .session import current
@@ -283,6 +283,25 @@ def dispatcher_call(self: Any, args: tuple, launch_config: Any) -> None:
 def dispatcher_specialize(self: Any, *args: Any) -> Any:
     """Specialising compiles for a GPU; on the simulator the dispatcher serves as it is."""
     return self
+
+
+def _no_gpu_code(method: str) -> Any:
+    def inspect_gpu_code(self: Any, *args: Any, **kwargs: Any) -> Any:
+        name = getattr(getattr(self, "py_func", None), "__name__", "?")
+        raise UnsupportedKernelError(
+            f"{method}() of kernel '{name}': gpukit's simulator compiles no GPU code (PTX, "
+            "SASS, LTO-IR or NVVM's LLVM IR), so there is none to inspect; run on a GPU with "
+            "numba-cuda to see it", kernel=name)
+    inspect_gpu_code.__name__ = inspect_gpu_code.__qualname__ = method
+    return inspect_gpu_code
+
+
+# the GPU code's inspectors: numba-cuda would compile for a GPU (and fail without one)
+dispatcher_inspect_asm = _no_gpu_code("inspect_asm")
+dispatcher_inspect_llvm = _no_gpu_code("inspect_llvm")
+dispatcher_inspect_lto_ptx = _no_gpu_code("inspect_lto_ptx")
+dispatcher_inspect_sass = _no_gpu_code("inspect_sass")
+dispatcher_inspect_sass_cfg = _no_gpu_code("inspect_sass_cfg")
 
 
 def is_sim_array(value: Any) -> bool:

@@ -52,6 +52,11 @@ PATCHED: list[tuple[str, str, str, str, str]] = [
      "launches configured before the simulation started"),
     ("CUDADispatcher", "specialize", _DISPATCH, "dispatcher_specialize",
      "specialising compiles for a real GPU"),
+    *[("CUDADispatcher", name, _DISPATCH, f"dispatcher_{name}",
+       ("the simulator compiles no GPU code to inspect: a clear error instead of numba-cuda "
+        "compiling for a GPU (or a KeyError for a signature it never compiled)"))
+      for name in ("inspect_asm", "inspect_llvm", "inspect_lto_ptx", "inspect_sass",
+                   "inspect_sass_cfg")],
 ]
 
 _MISSING = object()
