@@ -5,6 +5,7 @@ what Numba itself computes)."""
 from __future__ import annotations
 
 import cmath
+import enum
 import math
 from typing import Any
 
@@ -305,6 +306,28 @@ def test_records(be):
     (after, out) = run(be, record_fields, 1, 3, pts, np.zeros(3))
     assert out.tolist() == [4.0, 10.0, 18.0]
     assert after["x"].tolist() == [0.0, 0.0, 0.0]
+
+
+class Colour(enum.Enum):
+    red = 1
+    green = 2
+
+
+class Size(enum.IntEnum):
+    small = 3
+
+
+def enums(out, a, b):
+    out[0] = a == b
+    out[1] = a is not b
+    out[2] = Colour.red == Colour["red"]  # a member looked up on the class, by attribute or name
+    out[3] = Size.small + 1
+
+
+@pytest.mark.parametrize("b", [Colour.red, Colour.green])
+def test_enum_members_as_arguments_and_enum_classes_as_globals(be, b):
+    (out,) = run(be, enums, 1, 1, np.zeros(4, np.int64), scalars=(Colour.red, b))
+    assert out.tolist() == [Colour.red == b, Colour.red is not b, True, 4]
 
 
 # -- warps and memory ordering: no false alarms ------------------------------------------------------

@@ -21,6 +21,7 @@ from __future__ import annotations
 import ast
 import contextlib
 import copy
+import enum
 import types as pytypes
 from dataclasses import dataclass, field
 from typing import Any
@@ -972,7 +973,8 @@ class _ExprRewriter(ast.NodeTransformer):
         if names.is_device_array(obj):
             raise self.rw._unsupported(node, "a device array captured as a global (pass it as "
                                              "an argument)")
-        if callable(obj) and getattr(obj, "__module__", "").startswith("numba.cuda"):
+        if callable(obj) and getattr(obj, "__module__", "").startswith("numba.cuda") \
+                and not (isinstance(obj, type) and issubclass(obj, enum.Enum)):
             what = "cooperative groups (grid-wide sync)" if ".cg" in obj.__module__ else \
                 f"{static.path}"
             raise self.rw._unsupported(node, f"{what}: numba-cuda's {static.path}")
@@ -1004,6 +1006,10 @@ class _ExprRewriter(ast.NodeTransformer):
         if not isinstance(node.ctx, ast.Load):
             raise self.rw._unsupported(node, "this subscript")
         if not _reads_memory(node):
+            return self.generic_visit(node)
+        static = self.rw.resolve(node.value) if isinstance(node.value, (ast.Name, ast.Attribute)) \
+            else None
+        if static is not None and isinstance(static.obj, type):  # Color["red"]: no memory
             return self.generic_visit(node)
         site = self.rw.site(node, "read", label=_root_name(node))
         index = self.rw.used(_index_expr(node), L.UNDEF_INDEX, node)
