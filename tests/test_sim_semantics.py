@@ -330,6 +330,23 @@ def test_enum_members_as_arguments_and_enum_classes_as_globals(be, b):
     assert out.tolist() == [Colour.red == b, Colour.red is not b, True, 4]
 
 
+@cuda.jit(device=True)
+def fib(n):
+    if n < 2:
+        return n
+    return fib(n - 1) + fib(n - 2)
+
+
+def fibonacci(out):
+    i = cuda.grid(1)
+    out[i] = fib(i)
+
+
+def test_a_recursive_device_function(be):
+    (out,) = run(be, fibonacci, 1, 11, np.zeros(11, np.int64))
+    assert out.tolist() == [0, 1, 1, 2, 3, 5, 8, 13, 21, 34, 55]
+
+
 # -- warps and memory ordering: no false alarms ------------------------------------------------------
 def warp_sums(a, out):
     s = cuda.shared.array(64, numba.float32)
