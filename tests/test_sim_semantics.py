@@ -347,6 +347,22 @@ def test_a_recursive_device_function(be):
     assert out.tolist() == [0, 1, 1, 2, 3, 5, 8, 13, 21, 34, 55]
 
 
+def vectors(out):
+    v = cuda.float64x4(1.0, 3.0, 5.0, 7.0)
+    s = cuda.short2(10, 11.7)  # converted to the element type, as numba-cuda does
+    f2 = cuda.float32x2(2, 3)
+    out[0], out[1], out[2] = v.x, v.w, s.y
+    j = 3
+    for w in (cuda.float32x4(f2, f2), cuda.float32x4(v.y, f2, 9)):  # built from vectors too
+        out[j] = w.x + 10 * w.y + 100 * w.z + 1000 * w.w
+        j += 1
+
+
+def test_vector_types_are_built_from_numbers_and_vectors_and_read_by_field(be):
+    (out,) = run(be, vectors, 1, 1, np.zeros(5))
+    assert out.tolist() == [1.0, 7.0, 11.0, 3232.0, 9323.0]
+
+
 # -- warps and memory ordering: no false alarms ------------------------------------------------------
 def warp_sums(a, out):
     s = cuda.shared.array(64, numba.float32)

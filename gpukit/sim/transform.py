@@ -30,7 +30,7 @@ import numpy as np
 
 from ..errors import UnsupportedKernelError
 from . import layout as L
-from . import names
+from . import names, vectors
 from .source import FunctionSource, Site, Sites, read_function
 
 P = "_g_"
@@ -970,6 +970,9 @@ class _ExprRewriter(ast.NodeTransformer):
             unit = self.rw.builder.unit(py_func)
             self.rw.namespace[unit.name] = unit
             return _name(unit.name)
+        vtype = vectors.vector_type(obj)
+        if vtype is not None:
+            return self.rw.constant(vectors.builder(vtype), vtype.name)
         if names.is_device_array(obj):
             raise self.rw._unsupported(node, "a device array captured as a global (pass it as "
                                              "an argument)")
