@@ -7,6 +7,7 @@ from __future__ import annotations
 import cmath
 import enum
 import math
+import re
 from typing import Any
 
 import numba
@@ -15,7 +16,12 @@ import pytest
 from numba import cuda
 
 from gpukit.backends.cpu import CPUBackend
-from gpukit.errors import OutOfBoundsError, RaceConditionError, UnsupportedKernelError
+from gpukit.errors import (
+    KernelError,
+    OutOfBoundsError,
+    RaceConditionError,
+    UnsupportedKernelError,
+)
 
 
 @pytest.fixture
@@ -361,6 +367,29 @@ def vectors(out):
 def test_vector_types_are_built_from_numbers_and_vectors_and_read_by_field(be):
     (out,) = run(be, vectors, 1, 1, np.zeros(5))
     assert out.tolist() == [1.0, 7.0, 11.0, 3232.0, 9323.0]
+
+
+class Overflow(Exception):
+    pass
+
+
+def raising(out, x):
+    if x == 1:
+        raise Overflow
+    if x == 2:
+        raise Overflow("too big")
+    out[cuda.threadIdx.x] = x
+
+
+def test_raise_raises_the_kernels_exception_as_numba_cuda_does_in_debug_mode(be):
+    (out,) = run(be, raising, 1, 2, np.zeros(2), scalars=(0,))
+    assert out.tolist() == [0.0, 0.0]
+    line = raising.__code__.co_firstlineno
+    with pytest.raises(Overflow, match=rf"^In function 'raising', file {re.escape(__file__)}, "
+                                       rf"line {line + 2}, tid=\[0, 0, 0\] ctaid=\[0, 0, 0\] "):
+        run(be, raising, 1, 2, np.zeros(2), scalars=(1,))
+    with pytest.raises(KernelError, match=r"ctaid=\[0, 0, 0\]: too big \[kernel 'raising'"):
+        run(be, raising, 1, 2, np.zeros(2), scalars=(2,))
 
 
 # -- warps and memory ordering: no false alarms ------------------------------------------------------

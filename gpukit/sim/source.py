@@ -28,6 +28,7 @@ class Site:
     function: str
     kind: str = "expr"  # "read", "write", "atomic", "call", "loop", "sync", "expr"
     label: str | None = None
+    raises: tuple | None = None  # a raise statement's (exception class, constant arguments)
 
 
 @dataclass

@@ -744,8 +744,26 @@ class UnitRewriter:
                                _const(site)))]
 
     def s_Raise(self, node: ast.Raise) -> list[ast.stmt]:
-        site = self.site(node, "expr")
+        site = self.build.sites.add(Site(node.lineno, self.src.segment(node), self.src.filename,
+                                         self.func.__name__, "expr",
+                                         raises=self._raised(node.exc)))
         return [ast.Expr(_call(P + "raise_", _name(CTX), _const(site)))]
+
+    def _raised(self, exc: ast.expr | None) -> tuple | None:
+        """(class, arguments) of `raise E` or `raise E(constants...)`, as numba-cuda raises it
+        on the host (for kernels compiled with debug=True); None when not known statically."""
+        call = exc if isinstance(exc, ast.Call) and not exc.keywords else None
+        target = call.func if call is not None else exc
+        if not isinstance(target, (ast.Name, ast.Attribute)):
+            return None
+        static = self.resolve(target)
+        if static is None or not (isinstance(static.obj, type)
+                                  and issubclass(static.obj, BaseException)):
+            return None
+        args = call.args if call is not None else []
+        if not all(isinstance(a, ast.Constant) for a in args):
+            return None
+        return static.obj, tuple(a.value for a in args)
 
     def s_FunctionDef(self, node: ast.FunctionDef) -> list[ast.stmt]:
         inner = copy.deepcopy(node)
