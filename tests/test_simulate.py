@@ -121,6 +121,32 @@ def test_inspecting_gpu_code_says_the_simulator_compiles_none():
                 inspect()
 
 
+class _InOnly:
+    """A numba-cuda dispatcher extension: host arrays go in, nothing comes back."""
+
+    def __init__(self):
+        self.seen, self.written_back = [], []
+
+    def prepare_args(self, ty, val, stream=0, retr=None):
+        self.seen.append(str(ty))
+        retr.append(lambda: self.written_back.append(True))
+        return ty, cuda.In(val)
+
+
+def test_dispatcher_extensions_map_the_arguments_as_in_numba_cuda():
+    with gpukit.simulate():
+        @cuda.jit
+        def set_three(a):
+            a[0] = 3
+
+        extension = _InOnly()
+        set_three.extensions.append(extension)
+        host = np.zeros(1, np.int64)
+        set_three[1, 1](host)
+    assert host[0] == 0  # cuda.In: not copied back
+    assert extension.seen == ["array(int64, 1d, C)"] and extension.written_back == [True]
+
+
 def test_kernel_errors_come_from_the_launch_line_with_the_users_frames_only():
     @cuda.jit
     def write_past_the_end(out):

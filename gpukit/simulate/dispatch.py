@@ -153,12 +153,31 @@ def launch(dispatcher: Any, griddim: Any, blockdim: Any, stream: Any, sharedmem:
     """Run one launch of a numba-cuda dispatcher on the active simulation."""
     sim = current(required=True)
     kernel = sim.backend.compile_kernel(dispatcher)
+    retr: list = []  # numba-cuda's write-backs that extensions register, run after the launch
+    args = _extended(dispatcher, args, stream, retr)
     values, copies = _arguments(sim, dispatcher, args, stream)
     record = sim.backend.launch_kernel(kernel, griddim, blockdim, *values, stream=stream or 0,
                                        dynamic_shared_bytes=sharedmem)
     for device, host in copies:
         device.copy_to_host(host, stream=stream)
+    for write_back in retr:
+        write_back()
     return record
+
+
+def _extended(dispatcher: Any, args: tuple, stream: Any, retr: list) -> tuple:
+    """The arguments as the dispatcher's extensions map them (numba-cuda's `prepare_args`
+    protocol: each gets the argument's Numba type and value, last extension first)."""
+    extensions = getattr(dispatcher, "targetoptions", {}).get("extensions") or []
+    if not extensions:
+        return args
+    out = []
+    for arg in args:
+        ty = dispatcher.typeof_pyval(arg)
+        for extension in reversed(extensions):
+            ty, arg = extension.prepare_args(ty, arg, stream=stream, retr=retr)
+        out.append(arg)
+    return tuple(out)
 
 
 def signatures_of(dispatcher: Any) -> list | None:
