@@ -206,7 +206,10 @@ def test_streams_and_events_give_modeled_times(sim):
     with pytest.raises(TypeError, match="an event was never recorded"):
         cuda.event().elapsed_time(end)
     cuda.synchronize()
-    assert cuda.default_stream() == 0
+    for default in (cuda.default_stream(), cuda.legacy_default_stream(),
+                    cuda.per_thread_default_stream()):
+        default.synchronize()  # a stream object, as numba-cuda's
+        assert int(default) == default.handle == 0
     with stream.auto_synchronize():
         pass
 

@@ -18,6 +18,7 @@ import numpy as np
 
 from ..errors import ArgumentTypeError
 from ..sim.device_array import DeviceArray
+from ..sim.streams import SimStream
 from .arrays import MappedArray, SimNDArray, check_dtype, mapped_host_array, new_array
 from .session import current
 
@@ -225,8 +226,9 @@ def stream() -> Any:
     return _sim().backend.stream()
 
 
-def default_stream() -> int:
-    return 0
+def default_stream() -> Any:
+    """The default stream as numba-cuda gives it: a stream object (its handle is 0)."""
+    return SimStream(_sim().backend.modeled_timeline, 0)
 
 
 legacy_default_stream = per_thread_default_stream = default_stream
