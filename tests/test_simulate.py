@@ -263,6 +263,22 @@ def test_pytest_plugin_runs_a_suite_on_the_simulator(tmp_path):
     assert "1 passed" in bare.stdout, bare.stdout + bare.stderr
 
 
+def test_pytest_plugin_simulates_the_python_processes_tests_start(tmp_path):
+    (tmp_path / "test_child.py").write_text(textwrap.dedent("""
+        import subprocess
+        import sys
+
+        def test_child_process():
+            code = "from numba import cuda; print(cuda.get_current_device().name)"
+            out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                                 check=True).stdout
+            assert out.strip() == "A100 40GB (gpukit simulator)"
+    """))
+    result = _run(["-m", "pytest", "-q", "-p", "no:cacheprovider", "--gpukit-simulate=A100",
+                   "--gpukit-checks=bounds,races", "-W", "ignore", "test_child.py"], cwd=tmp_path)
+    assert "1 passed" in result.stdout, result.stdout + result.stderr
+
+
 def test_the_magic_starts_switches_and_stops_the_simulation(capsys):
     from gpukit.simulate.magic import gpukit_magic
     gpukit_magic("simulate A100 seed=1")
