@@ -147,6 +147,28 @@ def test_dispatcher_extensions_map_the_arguments_as_in_numba_cuda():
     assert extension.seen == ["array(int64, 1d, C)"] and extension.written_back == [True]
 
 
+def test_eager_signatures_are_chosen_by_numba_cudas_overload_resolution():
+    with gpukit.simulate():
+        @cuda.jit(["(float64[::1], float32, float32)", "(float64[::1], float64, float64)"])
+        def add(r, x, y):
+            r[0] = x + y
+
+        r = np.zeros(1)
+        add[1, 1](r, np.float32(1), np.float32(2 ** -25))
+        assert r[0] == 1.0  # summed in float32
+        add[1, 1](r, 1, 2 ** -25)  # int64, float64: the float64 signature, not the first
+        assert r[0] == 1.0000000298023224
+
+        @cuda.jit(["(float64[::1], float32, float64)", "(float64[::1], float64, float32)"])
+        def tie(r, x, y):
+            r[0] = x + y
+
+        with pytest.raises(TypeError, match=r"^Ambiguous overloading for <function .*tie at "
+                                            r"0x[0-9a-f]+> \(Array\(float64, 1, 'C', False, "
+                                            r"aligned=True\), float64, float64\):\n"):
+            tie[1, 1](r, 1.0, 2.0)
+
+
 def test_kernel_errors_come_from_the_launch_line_with_the_users_frames_only():
     @cuda.jit
     def write_past_the_end(out):

@@ -198,7 +198,7 @@ def _arguments(sim: Any, dispatcher: Any, args: tuple, stream: Any) -> tuple[lis
 
     signatures = signatures_of(dispatcher)
     if signatures is not None:
-        args = _convert(args, signatures)
+        args = _convert(args, _best_first(dispatcher, args, signatures))
     values, copies = [], []
     for arg in args:
         hint = None
@@ -228,6 +228,36 @@ def _arguments(sim: Any, dispatcher: Any, args: tuple, stream: Any) -> tuple[lis
 def _warn_implicit() -> bool:
     from numba.cuda.core import config
     return bool(config.CUDA_WARN_ON_IMPLICIT_COPY and not config.DISABLE_PERFORMANCE_WARNINGS)
+
+
+def _best_first(dispatcher: Any, args: tuple, signatures: list) -> list:
+    """The eager signatures, the one numba-cuda's overload resolution picks for these arguments
+    first (`f[1, 1](r, 1, 0.5)` takes (float64, float64) over (float32, float32), whichever
+    is declared first); TypeError for a tie, worded as numba-cuda's dispatcher words it."""
+    from numba.cuda import types
+    from numba.cuda.args import ArgHint
+    from numba.cuda.descriptor import cuda_target
+    from numba.cuda.typing import signature
+    from numba.cuda.typing.typeof import Purpose, typeof
+
+    try:
+        actual = [typeof(a.value if isinstance(a, ArgHint) else a, Purpose.argument)
+                  for a in args]
+    except Exception:  # noqa: BLE001 - a value numba-cuda cannot type: declared order
+        return signatures
+    cases = [signature(types.none, *argtypes) for argtypes in signatures]
+    try:
+        best = cuda_target.typing_context.resolve_overload(
+            dispatcher.py_func, cases, actual, {}, allow_ambiguous=False)
+    except TypeError as exc:
+        if not str(exc).startswith("Ambiguous overloading"):
+            raise
+        tied = str(exc).splitlines()[1:]
+        raise TypeError(f"Ambiguous overloading for {dispatcher.py_func} "
+                        f"({', '.join(map(repr, actual))}):\n" + "\n".join(tied)) from None
+    if best is None:
+        return signatures
+    return [best.args, *(s for s in signatures if tuple(s) != tuple(best.args))]
 
 
 def _convert(args: tuple, signatures: list) -> tuple:
