@@ -169,6 +169,27 @@ def test_eager_signatures_are_chosen_by_numba_cudas_overload_resolution():
             tie[1, 1](r, 1.0, 2.0)
 
 
+def _add(x, y):
+    return x + y
+
+
+@pytest.mark.parametrize(("sigs", "args", "want"), [
+    (["(int64, int64)"], (1.5, 2.5), 3),  # an unsafe conversion, as numba-cuda makes it
+    (["(int64, int64)", "(float64, float64)"], (np.int32(1), 2.5), 3.5),
+])
+def test_calls_of_a_device_function_with_signatures_convert_to_the_one_chosen(sigs, args, want):
+    with gpukit.simulate():
+        add = cuda.jit(sigs, device=True)(_add)
+
+        @cuda.jit
+        def call(r, x, y):
+            r[0] = add(x, y)
+
+        r = np.zeros(1, type(want))
+        call[1, 1](r, *args)
+    assert r[0] == want
+
+
 def test_kernel_errors_come_from_the_launch_line_with_the_users_frames_only():
     @cuda.jit
     def write_past_the_end(out):

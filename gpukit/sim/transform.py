@@ -29,8 +29,8 @@ from typing import Any
 import numpy as np
 
 from ..errors import UnsupportedKernelError
+from . import eager, names, vectors
 from . import layout as L
-from . import names, vectors
 from .source import FunctionSource, Site, Sites, read_function
 
 P = "_g_"
@@ -1089,6 +1089,11 @@ class _ExprRewriter(ast.NodeTransformer):
             rw.namespace[unit.name] = unit
             rw.calls.append(unit)
             args = [rw.used(a, L.UNDEF_CALL, node) for a in unbound_args(py_func, node.args, bound)]
+            declared = eager.declared_signatures(obj)
+            if declared is not None and not bound:  # converted as numba-cuda's call converts
+                convert = rw.constant(eager.converter(obj, declared), "convert")
+                args = [ast.Starred(value=ast.Call(func=convert, args=args, keywords=[]),
+                                    ctx=ast.Load())]
             return _call(unit.name, _name(CTX), _name(P + "D"), *args)
         if obj is print:
             return self._print(node)
