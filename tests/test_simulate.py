@@ -190,6 +190,20 @@ def test_calls_of_a_device_function_with_signatures_convert_to_the_one_chosen(si
     assert r[0] == want
 
 
+def test_launch_configurations_are_checked_when_made_as_numba_cuda_checks_them():
+    with gpukit.simulate():
+        @cuda.jit
+        def noop(x):
+            pass
+
+        with pytest.raises(TypeError, match=r"^griddim must be a sequence of integers, got "
+                                            r"\[2\.0\]"):
+            noop[2.0, 3]
+        with pytest.raises(ValueError, match=r"^blockdim must be a sequence of 1, 2 or 3 "
+                                             r"integers, got \[3, 4, 5, 6\]"):
+            noop[(1, 2), (3, 4, 5, 6)]
+
+
 def test_kernel_errors_come_from_the_launch_line_with_the_users_frames_only():
     @cuda.jit
     def write_past_the_end(out):

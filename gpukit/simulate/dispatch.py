@@ -90,6 +90,8 @@ class SimLaunch:
         self.dispatcher, self.griddim, self.blockdim = dispatcher, griddim, blockdim
         self.stream, self.sharedmem = stream, sharedmem
         self.pre_launch_callbacks: list = []
+        from numba.cuda.errors import normalize_kernel_dimensions
+        normalize_kernel_dimensions(griddim, blockdim)  # numba-cuda's errors, when configured
         _warn_low_occupancy(griddim)
 
     def __call__(self, *args: Any) -> None:
