@@ -73,6 +73,12 @@ def get_current_device() -> Any:
     return _sim().context.device
 
 
+def driver_get_device(self: Any, devnum: int = 0) -> Any:
+    """numba-cuda's `driver.get_device(devnum)` (its library kernels ask it): the simulated
+    device."""
+    return select_device(devnum)
+
+
 def current_context(devnum: int | None = None) -> Any:
     return _sim().context
 
