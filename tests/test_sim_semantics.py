@@ -5,7 +5,9 @@ what Numba itself computes)."""
 from __future__ import annotations
 
 import cmath
+import enum
 import math
+import re
 from typing import Any
 
 import numba
@@ -14,7 +16,12 @@ import pytest
 from numba import cuda
 
 from gpukit.backends.cpu import CPUBackend
-from gpukit.errors import OutOfBoundsError, RaceConditionError
+from gpukit.errors import (
+    KernelError,
+    OutOfBoundsError,
+    RaceConditionError,
+    UnsupportedKernelError,
+)
 
 
 @pytest.fixture
@@ -226,6 +233,19 @@ def test_for_over_enumerate_zip_tuples_and_arrays(be):
     assert out[0] == want
 
 
+def nested_enumerate_zip(x, y, out):
+    for i, (xv, yv) in enumerate(zip(x, y), 1):
+        out[i - 1] = i * 100 + xv * 10 + yv
+    for (i, xv), yv in zip(enumerate(x), y):  # zip stops at the shorter
+        out[i] += xv + yv
+
+
+def test_for_over_enumerate_and_zip_nested_in_each_other(be):
+    x, y = np.array([1, 2, 3]), np.array([4, 5, 6, 7])
+    (*_, out) = run(be, nested_enumerate_zip, 1, 1, x, y, np.zeros(3, np.int64))
+    assert out.tolist() == [(i + 1) * 100 + 11 * x[i] + 2 * y[i] for i in range(3)]
+
+
 def closures_and_none(a, out):
     i = cuda.grid(1)
     scale = 3.0
@@ -260,6 +280,22 @@ def test_views_slices_and_chained_indexing(be):
     assert out.tolist() == [r[0] + r[1] + r[2] + r[2] for r in m]
 
 
+# numba-cuda's cuda.reduce compiles the function it is given, often a lambda, as a device function
+add_op = cuda.jit(device=True)(lambda a, b: a + b)
+double, square = cuda.jit(device=True)(lambda x: 2 * x), cuda.jit(device=True)(lambda x: x * x)
+
+
+def lambdas_as_device_functions(a, out):
+    i = cuda.grid(1)
+    out[i] = add_op(a[i], double(square(a[i])))
+
+
+def test_lambdas_as_device_functions_even_two_on_a_line(be):
+    a = np.arange(5.0)
+    (_, out) = run(be, lambdas_as_device_functions, 1, 5, a, np.zeros(5))
+    np.testing.assert_array_equal(out, a + 2 * a * a)
+
+
 POINT = np.dtype([("x", np.float64), ("y", np.float64)])
 
 
@@ -276,6 +312,84 @@ def test_records(be):
     (after, out) = run(be, record_fields, 1, 3, pts, np.zeros(3))
     assert out.tolist() == [4.0, 10.0, 18.0]
     assert after["x"].tolist() == [0.0, 0.0, 0.0]
+
+
+class Colour(enum.Enum):
+    red = 1
+    green = 2
+
+
+class Size(enum.IntEnum):
+    small = 3
+
+
+def enums(out, a, b):
+    out[0] = a == b
+    out[1] = a is not b
+    out[2] = Colour.red == Colour["red"]  # a member looked up on the class, by attribute or name
+    out[3] = Size.small + 1
+
+
+@pytest.mark.parametrize("b", [Colour.red, Colour.green])
+def test_enum_members_as_arguments_and_enum_classes_as_globals(be, b):
+    (out,) = run(be, enums, 1, 1, np.zeros(4, np.int64), scalars=(Colour.red, b))
+    assert out.tolist() == [Colour.red == b, Colour.red is not b, True, 4]
+
+
+@cuda.jit(device=True)
+def fib(n):
+    if n < 2:
+        return n
+    return fib(n - 1) + fib(n - 2)
+
+
+def fibonacci(out):
+    i = cuda.grid(1)
+    out[i] = fib(i)
+
+
+def test_a_recursive_device_function(be):
+    (out,) = run(be, fibonacci, 1, 11, np.zeros(11, np.int64))
+    assert out.tolist() == [0, 1, 1, 2, 3, 5, 8, 13, 21, 34, 55]
+
+
+def vectors(out):
+    v = cuda.float64x4(1.0, 3.0, 5.0, 7.0)
+    s = cuda.short2(10, 11.7)  # converted to the element type, as numba-cuda does
+    f2 = cuda.float32x2(2, 3)
+    out[0], out[1], out[2] = v.x, v.w, s.y
+    j = 3
+    for w in (cuda.float32x4(f2, f2), cuda.float32x4(v.y, f2, 9)):  # built from vectors too
+        out[j] = w.x + 10 * w.y + 100 * w.z + 1000 * w.w
+        j += 1
+
+
+def test_vector_types_are_built_from_numbers_and_vectors_and_read_by_field(be):
+    (out,) = run(be, vectors, 1, 1, np.zeros(5))
+    assert out.tolist() == [1.0, 7.0, 11.0, 3232.0, 9323.0]
+
+
+class Overflow(Exception):
+    pass
+
+
+def raising(out, x):
+    if x == 1:
+        raise Overflow
+    if x == 2:
+        raise Overflow("too big")
+    out[cuda.threadIdx.x] = x
+
+
+def test_raise_raises_the_kernels_exception_as_numba_cuda_does_in_debug_mode(be):
+    (out,) = run(be, raising, 1, 2, np.zeros(2), scalars=(0,))
+    assert out.tolist() == [0.0, 0.0]
+    line = raising.__code__.co_firstlineno
+    with pytest.raises(Overflow, match=rf"^In function 'raising', file {re.escape(__file__)}, "
+                                       rf"line {line + 2}, tid=\[0, 0, 0\] ctaid=\[0, 0, 0\] "):
+        run(be, raising, 1, 2, np.zeros(2), scalars=(1,))
+    with pytest.raises(KernelError, match=r"ctaid=\[0, 0, 0\]: too big \[kernel 'raising'"):
+        run(be, raising, 1, 2, np.zeros(2), scalars=(2,))
 
 
 # -- warps and memory ordering: no false alarms ------------------------------------------------------
@@ -432,6 +546,16 @@ def test_code_that_relies_on_numba_wrapping_a_negative_index_runs_without_that_c
     assert out.tolist() == (a - np.roll(a, 1)).tolist()
     with pytest.raises(OutOfBoundsError, match=r"at -1, outside 0\.\.4; a computed index"):
         run(be, backward_difference, 1, 5, a, np.zeros(5))
+
+
+def doubled(a, out):
+    out[0] = a[0] * 2
+
+
+def test_float16_is_refused_in_words_not_with_numbas_internal_error(be):
+    with pytest.raises(UnsupportedKernelError, match=r"^kernel 'doubled' computes with float16 "
+                                                     r"\(half precision\), which gpukit's"):
+        run(be, doubled, 1, 1, np.ones(2, np.float16), np.zeros(1, np.float32))
 
 
 # -- functions and constants passed to device functions (numba-cuda's test_atomics does) ---------

@@ -18,7 +18,7 @@ import pytest
 from numba import cuda
 
 import gpukit
-from gpukit.errors import OutOfBoundsError, RaceConditionError
+from gpukit.errors import OutOfBoundsError, RaceConditionError, UnsupportedKernelError
 from gpukit.simulate import patching
 from gpukit.simulate.session import SimulationNotActiveError
 
@@ -105,6 +105,103 @@ def test_dispatchers_made_before_the_simulation_launch_on_it():
         double[1, 32](d)
         np.testing.assert_array_equal(d.copy_to_host(), np.arange(8.0) * 2)
         assert [r.kernel for r in simulation.launches] == ["double"]
+
+
+def test_inspecting_gpu_code_says_the_simulator_compiles_none():
+    with gpukit.simulate():
+        @cuda.jit("void(float64[:])")
+        def double(a):
+            a[0] *= 2
+
+        double[1, 1](np.ones(1))
+        for inspect in (double.inspect_asm, double.inspect_sass, double.inspect_llvm):
+            with pytest.raises(UnsupportedKernelError, match=rf"^{inspect.__name__}\(\) of "
+                                                             "kernel 'double': gpukit's simulator "
+                                                             "compiles no GPU code"):
+                inspect()
+
+
+class _InOnly:
+    """A numba-cuda dispatcher extension: host arrays go in, nothing comes back."""
+
+    def __init__(self):
+        self.seen, self.written_back = [], []
+
+    def prepare_args(self, ty, val, stream=0, retr=None):
+        self.seen.append(str(ty))
+        retr.append(lambda: self.written_back.append(True))
+        return ty, cuda.In(val)
+
+
+def test_dispatcher_extensions_map_the_arguments_as_in_numba_cuda():
+    with gpukit.simulate():
+        @cuda.jit
+        def set_three(a):
+            a[0] = 3
+
+        extension = _InOnly()
+        set_three.extensions.append(extension)
+        host = np.zeros(1, np.int64)
+        set_three[1, 1](host)
+    assert host[0] == 0  # cuda.In: not copied back
+    assert extension.seen == ["array(int64, 1d, C)"] and extension.written_back == [True]
+
+
+def test_eager_signatures_are_chosen_by_numba_cudas_overload_resolution():
+    with gpukit.simulate():
+        @cuda.jit(["(float64[::1], float32, float32)", "(float64[::1], float64, float64)"])
+        def add(r, x, y):
+            r[0] = x + y
+
+        r = np.zeros(1)
+        add[1, 1](r, np.float32(1), np.float32(2 ** -25))
+        assert r[0] == 1.0  # summed in float32
+        add[1, 1](r, 1, 2 ** -25)  # int64, float64: the float64 signature, not the first
+        assert r[0] == 1.0000000298023224
+
+        @cuda.jit(["(float64[::1], float32, float64)", "(float64[::1], float64, float32)"])
+        def tie(r, x, y):
+            r[0] = x + y
+
+        with pytest.raises(TypeError, match=r"^Ambiguous overloading for <function .*tie at "
+                                            r"0x[0-9a-f]+> \(Array\(float64, 1, 'C', False, "
+                                            r"aligned=True\), float64, float64\):\n"):
+            tie[1, 1](r, 1.0, 2.0)
+
+
+def _add(x, y):
+    return x + y
+
+
+@pytest.mark.parametrize(("sigs", "args", "want"), [
+    (["(int64, int64)"], (1.5, 2.5), 3),  # an unsafe conversion, as numba-cuda makes it
+    (["(int64, int64)", "(float64, float64)"], (np.int32(1), 2.5), 3.5),
+])
+def test_calls_of_a_device_function_with_signatures_convert_to_the_one_chosen(sigs, args, want):
+    with gpukit.simulate():
+        add = cuda.jit(sigs, device=True)(_add)
+
+        @cuda.jit
+        def call(r, x, y):
+            r[0] = add(x, y)
+
+        r = np.zeros(1, type(want))
+        call[1, 1](r, *args)
+    assert r[0] == want
+
+
+def test_launch_configurations_are_checked_when_made_as_numba_cuda_checks_them():
+    with gpukit.simulate():
+        @cuda.jit
+        def noop(x):
+            pass
+
+        with pytest.raises(TypeError, match=r"^griddim must be a sequence of integers, got "
+                                            r"\[2\.0\]"):
+            noop[2.0, 3]
+        with pytest.raises(ValueError, match=r"^blockdim must be a sequence of 1, 2 or 3 "
+                                             r"integers, got \[3, 4, 5, 6\]"):
+            noop[(1, 2), (3, 4, 5, 6)]
 
 
 def test_kernel_errors_come_from_the_launch_line_with_the_users_frames_only():
@@ -221,6 +318,22 @@ def test_pytest_plugin_runs_a_suite_on_the_simulator(tmp_path):
     bare = _run(["-m", "pytest", "-q", "-p", "no:cacheprovider", "--gpukit-simulate",
                  "test_suite.py", "-k", "inc", "-W", "ignore"], cwd=tmp_path)
     assert "1 passed" in bare.stdout, bare.stdout + bare.stderr
+
+
+def test_pytest_plugin_simulates_the_python_processes_tests_start(tmp_path):
+    (tmp_path / "test_child.py").write_text(textwrap.dedent("""
+        import subprocess
+        import sys
+
+        def test_child_process():
+            code = "from numba import cuda; print(cuda.get_current_device().name)"
+            out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                                 check=True).stdout
+            assert out.strip() == "A100 40GB (gpukit simulator)"
+    """))
+    result = _run(["-m", "pytest", "-q", "-p", "no:cacheprovider", "--gpukit-simulate=A100",
+                   "--gpukit-checks=bounds,races", "-W", "ignore", "test_child.py"], cwd=tmp_path)
+    assert "1 passed" in result.stdout, result.stdout + result.stderr
 
 
 def test_the_magic_starts_switches_and_stops_the_simulation(capsys):

@@ -206,7 +206,10 @@ def test_streams_and_events_give_modeled_times(sim):
     with pytest.raises(TypeError, match="an event was never recorded"):
         cuda.event().elapsed_time(end)
     cuda.synchronize()
-    assert cuda.default_stream() == 0
+    for default in (cuda.default_stream(), cuda.legacy_default_stream(),
+                    cuda.per_thread_default_stream()):
+        default.synchronize()  # a stream object, as numba-cuda's
+        assert int(default) == default.handle == 0
     with stream.auto_synchronize():
         pass
 
@@ -233,3 +236,14 @@ def test_random_states_and_draws_are_numba_cudas_streams(sim):
     np.testing.assert_allclose(normal, [xoroshiro128p_normal_float32(cpu, i) for i in range(n)],
                                rtol=1e-6)
     np.testing.assert_array_equal(states.copy_to_host(), cpu)  # the states advanced alike
+
+
+def test_numba_cudas_library_kernels_find_the_simulated_device_through_the_driver(sim):
+    from numba.cuda.cudadrv.driver import driver
+    from numba.cuda.kernels.transpose import transpose
+
+    assert driver.get_device().MAX_THREADS_PER_BLOCK == 1024
+    a = np.arange(6, dtype=np.int32).reshape(2, 3) % 2 == 0
+    d_t = cuda.device_array_like(a.T)
+    transpose(cuda.to_device(a), d_t)
+    np.testing.assert_array_equal(d_t.copy_to_host(), a.T)

@@ -9,6 +9,7 @@ reports, placing the kernel on the modeled timeline. Nothing here simulates.
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -56,7 +57,8 @@ def _arg_spec(arg: Any) -> Any:
 
 
 def _is_scalar(value: Any) -> bool:
-    return isinstance(value, (bool, int, float, complex, np.generic))
+    # enum members too: Numba types an Enum member by its class, an IntEnum one as an integer
+    return isinstance(value, (bool, int, float, complex, np.generic, enum.Enum))
 
 
 def launch(backend: Any, kernel: CPUKernel, grid: Any, block: Any, args: tuple,

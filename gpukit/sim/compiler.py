@@ -170,7 +170,8 @@ class KernelBuilder:
         unit = self._units.get(key)
         if unit is not None:
             return unit
-        unit = Unit(func, f"{P}fn{next(self._ids)}_{func.__name__}", False)
+        ident = "".join(c if c.isalnum() else "_" for c in func.__name__)  # <lambda>
+        unit = Unit(func, f"{P}fn{next(self._ids)}_{ident}", False)
         self._units[key] = unit
         rw = UnitRewriter(self.build, func, is_kernel=False, bound=bound)
         rw.builder = self

@@ -18,7 +18,7 @@ from typing import Any
 import numba
 import numpy as np
 
-from ..errors import InvalidDeviceArrayError, KernelError
+from ..errors import InvalidDeviceArrayError, KernelError, UnsupportedKernelError
 from . import cache
 from . import layout as L
 from .compiler import cuda_typecheck
@@ -310,6 +310,13 @@ def _compiled_driver(kernel: SimKernel, values: list) -> Any:
                 kernel.without_regions()  # it keeps a tuple or a view across a barrier
                 driver = kernel.driver
                 driver.compile(full)
+            except NotImplementedError as exc:  # Numba's CPU target has no float16
+                if str(exc) != "float16":
+                    raise
+                raise UnsupportedKernelError(
+                    f"kernel '{kernel.name}' computes with float16 (half precision), which "
+                    "gpukit's simulator does not simulate; use float32 in the simulator",
+                    kernel=kernel.name) from None
         cache.remember_typechecked(kernel.key, str(sig))
     return driver
 

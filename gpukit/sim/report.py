@@ -24,6 +24,7 @@ from ..errors import (
 )
 from . import layout as L
 from .runtime import P_BOOL, P_CLOSE, P_END, P_FLOAT, P_INT, P_OPEN, P_UINT
+from .source import Site
 
 
 class TraceCapacityError(LaunchConfigError):
@@ -243,6 +244,8 @@ def kernel_error(ctx: ErrorContext) -> KernelError:
     if code == L.E_ASSERT:
         return KernelError(f"assertion failed: '{text}'", **where)
     if code == L.E_RAISE:
+        if site is not None and site.raises is not None:
+            return _raised(site, ctx.kernel.name, where)
         return KernelError(f"'{text}' raised an exception inside the kernel (numba-cuda reports "
                            "exceptions from kernels compiled with debug=True)", **where)
     if code == L.E_LOCAL_OVERFLOW:
@@ -250,6 +253,29 @@ def kernel_error(ctx: ErrorContext) -> KernelError:
                            f"of local memory than the {b:,} bytes per thread the simulator "
                            "reserves (unbounded recursion?)", **where)
     return KernelError(f"simulator error code {code}", **where)
+
+
+_RAISED: dict[type, type] = {}
+
+
+def _raised(site: Site, kernel: str, where: dict) -> KernelError:
+    """The exception a kernel's `raise` raised, as numba-cuda raises it on the host for a kernel
+    compiled with debug=True (an instance of the kernel's class, its message prefixed with the
+    place and the thread), that is also a KernelError; a plain KernelError when the class and
+    KernelError do not combine."""
+    cls, args = site.raises
+    tid, ctaid = list(where["thread"])[::-1], list(where["block"])[::-1]  # numba-cuda's z, y, x
+    prefix = (f"In function '{kernel}', file {site.filename}, line {site.lineno}, "
+              f"tid={tid} ctaid={ctaid}")
+    message = f"{prefix}: {args[0]}" if args else prefix
+    try:
+        kind = _RAISED.get(cls)
+        if kind is None:
+            kind = type(cls.__name__, (KernelError, cls), {"__module__": cls.__module__})
+            _RAISED[cls] = kind
+        return kind(message, **where)
+    except Exception:  # noqa: BLE001 - a layout conflict or an __init__ of its own
+        return KernelError(f"{cls.__name__}: {message}", **where)
 
 
 def _barrier_name(text: str) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import inspect
+import linecache
 import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -27,6 +28,7 @@ class Site:
     function: str
     kind: str = "expr"  # "read", "write", "atomic", "call", "loop", "sync", "expr"
     label: str | None = None
+    raises: tuple | None = None  # a raise statement's (exception class, constant arguments)
 
 
 @dataclass
@@ -67,6 +69,10 @@ def read_function(func: Callable) -> FunctionSource:
         raise UnsupportedKernelError(
             f"cannot read the source of {name!r} ({exc}); the simulator needs kernels defined "
             "with def in a file or a notebook cell, not built with exec()", kernel=name) from None
+    if name == "<lambda>":
+        found = _read_lambda(func)
+        if found is not None:
+            return found
     source = textwrap.dedent("".join(lines))
     try:
         tree = ast.parse(source)
@@ -76,9 +82,39 @@ def read_function(func: Callable) -> FunctionSource:
     if not isinstance(fn, ast.FunctionDef):
         what = "a lambda" if name == "<lambda>" else "not defined with a plain def statement"
         raise UnsupportedKernelError(
-            f"kernel {name!r} is {what}; write kernels and device functions with def (numba-cuda "
-            "compiles lambdas only as device functions of other kernels)", kernel=name)
+            f"kernel {name!r} is {what} whose source the simulator cannot single out; write "
+            "kernels and device functions with def", kernel=name)
     ast.increment_lineno(fn, firstlineno - 1)
     fn.decorator_list = []
     padded = "\n" * (firstlineno - 1) + source  # positions of `fn` refer to the file's lines
     return FunctionSource(fn, padded, func.__code__.co_filename, firstlineno)
+
+
+def _read_lambda(func: Callable) -> FunctionSource | None:
+    """A lambda as the function `def <lambda>(args): return body`, found in its file's syntax
+    tree by its line, its parameters and (when a line holds several) its body's position; None
+    when the file does not parse or the lambda cannot be singled out."""
+    code = func.__code__
+    filename = code.co_filename
+    text = "".join(linecache.getlines(filename, getattr(func, "__globals__", None)))
+    try:
+        module = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return None
+    params = list(code.co_varnames[:code.co_argcount])
+    found = [node for node in ast.walk(module)
+             if isinstance(node, ast.Lambda) and node.lineno == code.co_firstlineno
+             and [a.arg for a in node.args.args] == params]
+    if len(found) > 1:
+        starts = {(p[0], p[2]) for p in code.co_positions() if p[0] is not None}
+        found = [node for node in found
+                 if (node.body.lineno, node.body.col_offset) in starts]
+    if len(found) != 1:
+        return None
+    node = found[0]
+    body = ast.Return(value=node.body)
+    ast.copy_location(body, node.body)
+    fn = ast.FunctionDef(name="<lambda>", args=node.args, body=[body], decorator_list=[],
+                         returns=None, type_comment=None, type_params=[])
+    ast.copy_location(fn, node)
+    return FunctionSource(fn, text, filename, code.co_firstlineno)

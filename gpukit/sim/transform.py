@@ -21,6 +21,7 @@ from __future__ import annotations
 import ast
 import contextlib
 import copy
+import enum
 import types as pytypes
 from dataclasses import dataclass, field
 from typing import Any
@@ -28,8 +29,8 @@ from typing import Any
 import numpy as np
 
 from ..errors import UnsupportedKernelError
+from . import eager, names, vectors
 from . import layout as L
-from . import names
 from .source import FunctionSource, Site, Sites, read_function
 
 P = "_g_"
@@ -617,7 +618,7 @@ class UnitRewriter:
             return [ast.For(target=self._target(node.target), iter=new_iter,
                             body=[tick, *target_defs, *self.body(node.body)], orelse=[])]
         if func is not None and func.obj in (enumerate, zip) and not it.keywords:
-            return self._indexed_loop(node, tick, func.obj)
+            return self._indexed_loop(node, tick)
         # iterating over an array or a tuple: index it, so reads are checked
         seq = self.build.fresh("s")
         k = self.build.fresh("k")
@@ -630,39 +631,40 @@ class UnitRewriter:
                 ast.For(target=_store(k), iter=_call("range", _call(P + "len", _name(seq))),
                         body=[tick, *body, *self.body(node.body)], orelse=[])]
 
-    def _indexed_loop(self, node: ast.For, tick: ast.stmt, kind: Any) -> list[ast.stmt]:
-        it = node.iter
+    def _indexed_loop(self, node: ast.For, tick: ast.stmt) -> list[ast.stmt]:
         k = self.build.fresh("k")
         out: list[ast.stmt] = []
-        seqs = []
-        start: ast.expr = _const(0)
-        args = list(it.args)
-        if kind is enumerate:
-            if len(args) == 2:
-                start = self.expr(args[1])
-            args = args[:1]
-        for a in args:
-            name = self.build.fresh("s")
-            out.append(_assign(name, self.expr(a)))
-            seqs.append((name, a))
-        length = _call(P + "len", _name(seqs[0][0]))
-        for name, _ in seqs[1:]:
-            length = _call("min", length, _call(P + "len", _name(name)))
-        items = []
-        for name, a in seqs:
-            site = self.site(a, "read", label=_root_name(a))
-            items.append(_call(P + "ld", _name(CTX), _name(name), _name(k), _const(site),
-                               _name(P + "NODESC"), _const(0)))
-        if kind is enumerate:
-            value: ast.expr = ast.Tuple(elts=[ast.BinOp(left=_name(k), op=ast.Add(),
-                                                        right=start), items[0]],
-                                        ctx=ast.Load())
-        else:
-            value = ast.Tuple(elts=items, ctx=ast.Load())
+        length, value = self._indexed_items(node.iter, k, out)
         body = self._bind_target(node.target, value)
         out.append(ast.For(target=_store(k), iter=_call("range", length),
                            body=[tick, *body, *self.body(node.body)], orelse=[]))
         return out
+
+    def _indexed_items(self, it: ast.expr, k: str,
+                       out: list[ast.stmt]) -> tuple[ast.expr, ast.expr]:
+        """(length, item k) of what a loop iterates: enumerate and zip, nested in each other
+        as deep as they are, over arrays and tuples indexed (so reads are checked); the
+        sequences are evaluated once, into `out`."""
+        func = self.resolve(it.func) if isinstance(it, ast.Call) else None
+        kind = func.obj if func is not None and not it.keywords else None
+        if kind is enumerate and len(it.args) in (1, 2):
+            length, item = self._indexed_items(it.args[0], k, out)
+            index: ast.expr = _name(k)
+            if len(it.args) == 2:
+                index = ast.BinOp(left=index, op=ast.Add(), right=self.expr(it.args[1]))
+            return length, ast.Tuple(elts=[index, item], ctx=ast.Load())
+        if kind is zip and it.args:
+            parts = [self._indexed_items(a, k, out) for a in it.args]
+            length = parts[0][0]
+            for other, _ in parts[1:]:
+                length = _call("min", length, other)
+            return length, ast.Tuple(elts=[item for _, item in parts], ctx=ast.Load())
+        name = self.build.fresh("s")
+        out.append(_assign(name, self.expr(it)))
+        site = self.site(it, "read", label=_root_name(it))
+        return (_call(P + "len", _name(name)),
+                _call(P + "ld", _name(CTX), _name(name), _name(k), _const(site),
+                      _name(P + "NODESC"), _const(0)))
 
     def _bind_target(self, target: ast.expr, value: ast.expr) -> list[ast.stmt]:
         """Assign an already rewritten value (loads marked) to a loop target."""
@@ -744,8 +746,26 @@ class UnitRewriter:
                                _const(site)))]
 
     def s_Raise(self, node: ast.Raise) -> list[ast.stmt]:
-        site = self.site(node, "expr")
+        site = self.build.sites.add(Site(node.lineno, self.src.segment(node), self.src.filename,
+                                         self.func.__name__, "expr",
+                                         raises=self._raised(node.exc)))
         return [ast.Expr(_call(P + "raise_", _name(CTX), _const(site)))]
+
+    def _raised(self, exc: ast.expr | None) -> tuple | None:
+        """(class, arguments) of `raise E` or `raise E(constants...)`, as numba-cuda raises it
+        on the host (for kernels compiled with debug=True); None when not known statically."""
+        call = exc if isinstance(exc, ast.Call) and not exc.keywords else None
+        target = call.func if call is not None else exc
+        if not isinstance(target, (ast.Name, ast.Attribute)):
+            return None
+        static = self.resolve(target)
+        if static is None or not (isinstance(static.obj, type)
+                                  and issubclass(static.obj, BaseException)):
+            return None
+        args = call.args if call is not None else []
+        if not all(isinstance(a, ast.Constant) for a in args):
+            return None
+        return static.obj, tuple(a.value for a in args)
 
     def s_FunctionDef(self, node: ast.FunctionDef) -> list[ast.stmt]:
         inner = copy.deepcopy(node)
@@ -970,10 +990,14 @@ class _ExprRewriter(ast.NodeTransformer):
             unit = self.rw.builder.unit(py_func)
             self.rw.namespace[unit.name] = unit
             return _name(unit.name)
+        vtype = vectors.vector_type(obj)
+        if vtype is not None:
+            return self.rw.constant(vectors.builder(vtype), vtype.name)
         if names.is_device_array(obj):
             raise self.rw._unsupported(node, "a device array captured as a global (pass it as "
                                              "an argument)")
-        if callable(obj) and getattr(obj, "__module__", "").startswith("numba.cuda"):
+        if callable(obj) and getattr(obj, "__module__", "").startswith("numba.cuda") \
+                and not (isinstance(obj, type) and issubclass(obj, enum.Enum)):
             what = "cooperative groups (grid-wide sync)" if ".cg" in obj.__module__ else \
                 f"{static.path}"
             raise self.rw._unsupported(node, f"{what}: numba-cuda's {static.path}")
@@ -1005,6 +1029,10 @@ class _ExprRewriter(ast.NodeTransformer):
         if not isinstance(node.ctx, ast.Load):
             raise self.rw._unsupported(node, "this subscript")
         if not _reads_memory(node):
+            return self.generic_visit(node)
+        static = self.rw.resolve(node.value) if isinstance(node.value, (ast.Name, ast.Attribute)) \
+            else None
+        if static is not None and isinstance(static.obj, type):  # Color["red"]: no memory
             return self.generic_visit(node)
         site = self.rw.site(node, "read", label=_root_name(node))
         index = self.rw.used(_index_expr(node), L.UNDEF_INDEX, node)
@@ -1063,6 +1091,11 @@ class _ExprRewriter(ast.NodeTransformer):
             rw.namespace[unit.name] = unit
             rw.calls.append(unit)
             args = [rw.used(a, L.UNDEF_CALL, node) for a in unbound_args(py_func, node.args, bound)]
+            declared = eager.declared_signatures(obj)
+            if declared is not None and not bound:  # converted as numba-cuda's call converts
+                convert = rw.constant(eager.converter(obj, declared), "convert")
+                args = [ast.Starred(value=ast.Call(func=convert, args=args, keywords=[]),
+                                    ctx=ast.Load())]
             return _call(unit.name, _name(CTX), _name(P + "D"), *args)
         if obj is print:
             return self._print(node)

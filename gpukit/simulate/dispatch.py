@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import GpukitError
+from ..errors import GpukitError, UnsupportedKernelError
 from ..sim.device_array import DeviceArray
 from .arrays import SimNDArray, is_mapped
 from .session import current
@@ -90,6 +90,8 @@ class SimLaunch:
         self.dispatcher, self.griddim, self.blockdim = dispatcher, griddim, blockdim
         self.stream, self.sharedmem = stream, sharedmem
         self.pre_launch_callbacks: list = []
+        from numba.cuda.errors import normalize_kernel_dimensions
+        normalize_kernel_dimensions(griddim, blockdim)  # numba-cuda's errors, when configured
         _warn_low_occupancy(griddim)
 
     def __call__(self, *args: Any) -> None:
@@ -153,12 +155,31 @@ def launch(dispatcher: Any, griddim: Any, blockdim: Any, stream: Any, sharedmem:
     """Run one launch of a numba-cuda dispatcher on the active simulation."""
     sim = current(required=True)
     kernel = sim.backend.compile_kernel(dispatcher)
+    retr: list = []  # numba-cuda's write-backs that extensions register, run after the launch
+    args = _extended(dispatcher, args, stream, retr)
     values, copies = _arguments(sim, dispatcher, args, stream)
     record = sim.backend.launch_kernel(kernel, griddim, blockdim, *values, stream=stream or 0,
                                        dynamic_shared_bytes=sharedmem)
     for device, host in copies:
         device.copy_to_host(host, stream=stream)
+    for write_back in retr:
+        write_back()
     return record
+
+
+def _extended(dispatcher: Any, args: tuple, stream: Any, retr: list) -> tuple:
+    """The arguments as the dispatcher's extensions map them (numba-cuda's `prepare_args`
+    protocol: each gets the argument's Numba type and value, last extension first)."""
+    extensions = getattr(dispatcher, "targetoptions", {}).get("extensions") or []
+    if not extensions:
+        return args
+    out = []
+    for arg in args:
+        ty = dispatcher.typeof_pyval(arg)
+        for extension in reversed(extensions):
+            ty, arg = extension.prepare_args(ty, arg, stream=stream, retr=retr)
+        out.append(arg)
+    return tuple(out)
 
 
 def signatures_of(dispatcher: Any) -> list | None:
@@ -179,7 +200,7 @@ def _arguments(sim: Any, dispatcher: Any, args: tuple, stream: Any) -> tuple[lis
 
     signatures = signatures_of(dispatcher)
     if signatures is not None:
-        args = _convert(args, signatures)
+        args = _convert(args, _best_first(dispatcher, args, signatures))
     values, copies = [], []
     for arg in args:
         hint = None
@@ -209,6 +230,36 @@ def _arguments(sim: Any, dispatcher: Any, args: tuple, stream: Any) -> tuple[lis
 def _warn_implicit() -> bool:
     from numba.cuda.core import config
     return bool(config.CUDA_WARN_ON_IMPLICIT_COPY and not config.DISABLE_PERFORMANCE_WARNINGS)
+
+
+def _best_first(dispatcher: Any, args: tuple, signatures: list) -> list:
+    """The eager signatures, the one numba-cuda's overload resolution picks for these arguments
+    first (`f[1, 1](r, 1, 0.5)` takes (float64, float64) over (float32, float32), whichever
+    is declared first); TypeError for a tie, worded as numba-cuda's dispatcher words it."""
+    from numba.cuda import types
+    from numba.cuda.args import ArgHint
+    from numba.cuda.descriptor import cuda_target
+    from numba.cuda.typing import signature
+    from numba.cuda.typing.typeof import Purpose, typeof
+
+    try:
+        actual = [typeof(a.value if isinstance(a, ArgHint) else a, Purpose.argument)
+                  for a in args]
+    except Exception:  # noqa: BLE001 - a value numba-cuda cannot type: declared order
+        return signatures
+    cases = [signature(types.none, *argtypes) for argtypes in signatures]
+    try:
+        best = cuda_target.typing_context.resolve_overload(
+            dispatcher.py_func, cases, actual, {}, allow_ambiguous=False)
+    except TypeError as exc:
+        if not str(exc).startswith("Ambiguous overloading"):
+            raise
+        tied = str(exc).splitlines()[1:]
+        raise TypeError(f"Ambiguous overloading for {dispatcher.py_func} "
+                        f"({', '.join(map(repr, actual))}):\n" + "\n".join(tied)) from None
+    if best is None:
+        return signatures
+    return [best.args, *(s for s in signatures if tuple(s) != tuple(best.args))]
 
 
 def _convert(args: tuple, signatures: list) -> tuple:
@@ -283,6 +334,25 @@ def dispatcher_call(self: Any, args: tuple, launch_config: Any) -> None:
 def dispatcher_specialize(self: Any, *args: Any) -> Any:
     """Specialising compiles for a GPU; on the simulator the dispatcher serves as it is."""
     return self
+
+
+def _no_gpu_code(method: str) -> Any:
+    def inspect_gpu_code(self: Any, *args: Any, **kwargs: Any) -> Any:
+        name = getattr(getattr(self, "py_func", None), "__name__", "?")
+        raise UnsupportedKernelError(
+            f"{method}() of kernel '{name}': gpukit's simulator compiles no GPU code (PTX, "
+            "SASS, LTO-IR or NVVM's LLVM IR), so there is none to inspect; run on a GPU with "
+            "numba-cuda to see it", kernel=name)
+    inspect_gpu_code.__name__ = inspect_gpu_code.__qualname__ = method
+    return inspect_gpu_code
+
+
+# the GPU code's inspectors: numba-cuda would compile for a GPU (and fail without one)
+dispatcher_inspect_asm = _no_gpu_code("inspect_asm")
+dispatcher_inspect_llvm = _no_gpu_code("inspect_llvm")
+dispatcher_inspect_lto_ptx = _no_gpu_code("inspect_lto_ptx")
+dispatcher_inspect_sass = _no_gpu_code("inspect_sass")
+dispatcher_inspect_sass_cfg = _no_gpu_code("inspect_sass_cfg")
 
 
 def is_sim_array(value: Any) -> bool:

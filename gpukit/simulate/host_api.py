@@ -18,6 +18,7 @@ import numpy as np
 
 from ..errors import ArgumentTypeError
 from ..sim.device_array import DeviceArray
+from ..sim.streams import SimStream
 from .arrays import MappedArray, SimNDArray, check_dtype, mapped_host_array, new_array
 from .session import current
 
@@ -70,6 +71,12 @@ def select_device(device_id: int = 0) -> Any:
 
 def get_current_device() -> Any:
     return _sim().context.device
+
+
+def driver_get_device(self: Any, devnum: int = 0) -> Any:
+    """numba-cuda's `driver.get_device(devnum)` (its library kernels ask it): the simulated
+    device."""
+    return select_device(devnum)
 
 
 def current_context(devnum: int | None = None) -> Any:
@@ -225,8 +232,9 @@ def stream() -> Any:
     return _sim().backend.stream()
 
 
-def default_stream() -> int:
-    return 0
+def default_stream() -> Any:
+    """The default stream as numba-cuda gives it: a stream object (its handle is 0)."""
+    return SimStream(_sim().backend.modeled_timeline, 0)
 
 
 legacy_default_stream = per_thread_default_stream = default_stream

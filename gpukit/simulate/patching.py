@@ -12,7 +12,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-# (module or "CUDADispatcher", attribute, replacement in gpukit.simulate, why)
+# (module, "CUDADispatcher" or "Driver", attribute, replacement in gpukit.simulate, why)
 _HOST = "host_api"
 _DISPATCH = "dispatch"
 _NAMES_HOST = (
@@ -43,6 +43,8 @@ PATCHED: list[tuple[str, str, str, str, str]] = [
      "typing eager device functions asks for the device's compute capability"),
     ("numba.cuda.compiler", "get_current_device", _HOST, "get_current_device",
      "as numba.cuda.dispatcher.get_current_device"),
+    ("Driver", "get_device", _HOST, "driver_get_device",
+     "numba-cuda's library kernels (cuda.kernels.transpose) ask the driver for the device"),
     ("CUDADispatcher", "__getitem__", _DISPATCH, "dispatcher_getitem",
      ("kernel[grid, block, stream, shared] launches on the simulator (dispatchers made "
       "before the simulation started too)")),
@@ -52,6 +54,11 @@ PATCHED: list[tuple[str, str, str, str, str]] = [
      "launches configured before the simulation started"),
     ("CUDADispatcher", "specialize", _DISPATCH, "dispatcher_specialize",
      "specialising compiles for a real GPU"),
+    *[("CUDADispatcher", name, _DISPATCH, f"dispatcher_{name}",
+       ("the simulator compiles no GPU code to inspect: a clear error instead of numba-cuda "
+        "compiling for a GPU (or a KeyError for a signature it never compiled)"))
+      for name in ("inspect_asm", "inspect_llvm", "inspect_lto_ptx", "inspect_sass",
+                   "inspect_sass_cfg")],
 ]
 
 _MISSING = object()
@@ -63,6 +70,9 @@ def _target(where: str) -> Any:
     if where == "CUDADispatcher":
         from numba.cuda.dispatcher import CUDADispatcher
         return CUDADispatcher
+    if where == "Driver":
+        from numba.cuda.cudadrv.driver import Driver
+        return Driver
     __import__(where)
     return sys.modules[where]
 

@@ -8,12 +8,14 @@ test modules, and stops at the end. `--gpukit-checks` and `--gpukit-schedule` pa
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import pytest
 
 _BARE = "--gpukit-simulate"
 _DEFAULT = "default"
+ENV = "GPUKIT_SIMULATE"  # gpukit.simulate.startup.ENV: the processes tests start simulate too
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -45,16 +47,34 @@ def pytest_configure(config: pytest.Config) -> None:
         return
     from . import start
     from .__main__ import checks_option
+    checks, schedule = config.getoption("gpukit_checks"), config.getoption("gpukit_schedule")
     config._gpukit_simulation = start(
-        None if device == _DEFAULT else device,
-        checks=checks_option(config.getoption("gpukit_checks")),
-        schedule=config.getoption("gpukit_schedule"))
+        None if device == _DEFAULT else device, checks=checks_option(checks), schedule=schedule)
+    # Python processes the tests start simulate too (as NUMBA_ENABLE_CUDASIM=1 would reach them)
+    config._gpukit_environ = os.environ.get(ENV)
+    os.environ[ENV] = _environ_value(device, checks, schedule)
+
+
+def _environ_value(device: str, checks: str, schedule: str) -> str:
+    """GPUKIT_SIMULATE's value for the same simulation (gpukit.simulate.options_from_text)."""
+    parts = ["1" if device == _DEFAULT else device]
+    if checks != "all":
+        names = [c.strip() for c in checks.split(",") if c.strip()]
+        parts.append("checks=" + ("none" if checks == "none" else "+".join(names)))
+    if schedule != "ordered":
+        parts.append(f"schedule={schedule}")
+    return ",".join(parts)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     simulation = getattr(config, "_gpukit_simulation", None)
     if simulation is not None:
         simulation.stop()
+        previous = config._gpukit_environ
+        if previous is None:
+            os.environ.pop(ENV, None)
+        else:
+            os.environ[ENV] = previous
 
 
 def pytest_report_header(config: pytest.Config) -> str | None:
