@@ -38,7 +38,7 @@ import numpy as np
 
 from . import report
 from .kernels import LOOP_THREADS, WORKLOADS, Case, build_small_launch
-from .simulator import _device_args
+from .simulator import device_args
 
 OUTPUT = Path(__file__).resolve().parent / "SCALING.md"
 
@@ -138,7 +138,7 @@ class GpukitMode:
     def _once(self, case: Case, size: int) -> float:
         """One timed launch (or loop of launches) on device arrays made before, then checked."""
         be = self.backend
-        args = _device_args(be, case)
+        args = device_args(be, case)
         try:
             start = time.perf_counter()
             for _ in range(size if self.curve.kind == "loop" else 1):

@@ -144,7 +144,7 @@ class Result:
 
 
 # -- gpukit ---------------------------------------------------------------------------------------
-def _device_args(backend: Any, case: Case) -> list[Any]:
+def device_args(backend: Any, case: Case) -> list[Any]:
     args = []
     for index, value in enumerate(case.args):
         if index in case.fresh:
@@ -159,7 +159,7 @@ def _device_args(backend: Any, case: Case) -> list[Any]:
 def _launch(backend: Any, kernel: Any, case: Case,
             profiler: cProfile.Profile | None = None) -> tuple[float, Any, float]:
     """One timed launch on fresh device arrays: (seconds, LaunchRecord, max error)."""
-    args = _device_args(backend, case)
+    args = device_args(backend, case)
     if profiler is not None:
         profiler.enable()
     start = time.perf_counter()

@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # benchmarks/ is run from a checkout, not installed
     sys.path.insert(0, str(ROOT))
 
-from benchmarks import kernels, numba_sim, report, simulator
+from benchmarks import kernels, numba_sim, regions, report, simulator
 from benchmarks.simulator import GpukitRun, NumbaRun, Result, Row, Target
 
 # sizes that leave a partial block (or tile) so the bounds guards matter
@@ -244,3 +244,12 @@ def test_benchmarks_md_quotes_the_scaling_findings_as_written(tmp_path):
     assert "(`python -m benchmarks.scaling` on 2026-11-24 03:35 UTC in 20.0 minutes)" in section[2]
     assert section[4:6] == ["- vector add: 30x numpy.", "- loop: 60 us."]
     assert "- not a finding" not in section
+
+
+def test_regions_benchmark_runs_each_barrier_kernel_both_ways(capsys):
+    regions.main(["--quick", "--repeat", "1"])
+    rows = [line for line in capsys.readouterr().out.splitlines()
+            if line.startswith("| ") and not line.startswith("| kernel") and "---" not in line]
+    assert [r.split(" | ")[0].strip("| ") for r in rows] == ["reduce_sum", "stencil_3pt",
+                                                           "matmul_tiled"]
+    assert all(r.rstrip(" |").endswith("x") for r in rows)

@@ -1,26 +1,31 @@
 """Kernels whose only sync points are block-wide barriers, run region by region.
 
 A rewritten kernel with sync points is a generator: each thread runs to its next sync point and
-is resumed later (`sync`). Resuming a Numba generator costs about as much as a dozen checked
+is resumed later (`sync`). Resuming a Numba generator costs about as much as a few checked
 memory accesses, per thread and per barrier. When every sync point of a kernel is a block-wide
 barrier (`syncthreads`, `syncthreads_count/_and/_or`) and the control flow around the barriers is
 uniform (the same for every thread of a block, as the CUDA Programming Guide requires of code
 that reaches `__syncthreads()`), the kernel is split instead into barrier-free regions, each run
-as a plain loop over the block's threads, in the same order the generators would run them:
+as a plain loop over the block's threads in `thread_at` order:
 
-    region 1 (every thread, to the first barrier)   -> complete the barrier (sync.resolve)
-    while <uniform test>:                           -> evaluated once per iteration
+    region 1 (every thread, to the first barrier)    -> complete the barrier (sync.barrier)
+    while <uniform test>:                            -> evaluated once per trip
         region 2 (every thread, to the next barrier) -> complete the barrier
-        ...
+        region 3 (every thread, to the end of the body)
 
-Threads interleave exactly as under generators (each runs from one barrier to the next, in
-`thread_at` order), so every check, trace and error is the same. A variable a thread needs in a
-later region (or in the next trip of a loop) is kept per thread between regions (`keep`,
-`reload`: its bits, in a workspace buffer). What is not split this way runs as generators:
-warp-level sync points, barriers under a test the analysis cannot prove uniform (one that
-depends on the thread's index or on memory), a `break`/`continue` that leaves a region, and
-kernels keeping a value other than a number or a bool (a tuple, a view) across a barrier (found
-when Numba types `keep`; see `SimKernel.without_regions`).
+Each thread runs from one barrier to the next as under generators, except that an if/while/for
+around a barrier splits such a stretch in two (regions 3 and 2 above: every thread runs the end
+of the body, then every thread the start of the next trip). Threads may interleave anywhere
+between barriers on a GPU, so this is a legal schedule too and the checks find the same bugs;
+a race across such a split may be reported from its other access. A variable a thread needs in
+a later region (or in the next trip of a loop) is kept per thread between regions (`keep`,
+`reload`: its bits, in a workspace buffer); site counters and the watchdog's tick count are
+summed over the block instead. What is not split this way runs as generators: warp-level sync
+points, barriers under a test the analysis cannot prove uniform (one that depends on the
+thread's index or on memory), a `break`/`continue` that leaves a region, a kept value other than
+a number or a bool (a tuple, a view: found when Numba types `keep`), and a kept variable that
+numba-cuda types differently before and after a barrier (`kept_types_agree`; see
+`SimKernel.without_regions`).
 """
 
 from __future__ import annotations
@@ -34,6 +39,7 @@ from numba.core import types
 from . import layout as L
 from .transform import CTX, P, _assign, _call, _const, _name
 
+_ACCUMULATOR = re.compile(P + r"(n\d+|ticks)")  # transform.UnitRewriter.prologue's counters
 _BLOCK_UNIFORM_CALLS = frozenset(P + n for n in (
     "floordiv", "mod", "shared_array", "dynamic_shared_array", "block_idx", "block_dim",
     "grid_dim", "gridsize", "warpsize", "len",
@@ -46,6 +52,10 @@ def split(body: list[ast.stmt], fences: bool) -> tuple[list[ast.stmt], tuple[str
     threadfence, so each thread's fence and acquire state is kept between regions too."""
     if not _only_block_barriers(body) or not _structured(body, in_loop=False):
         return None
+    # site counters and the watchdog's tick count sum over threads: one per block, not kept
+    inits = [s for s in body if isinstance(s, ast.Assign) and len(s.targets) == 1
+             and isinstance(s.targets[0], ast.Name) and _ACCUMULATOR.fullmatch(s.targets[0].id)]
+    body = [s for s in body if s not in inits]
     stored = _stores(body)
     varying = _varying(body, stored)
     if not _uniform_control(body, varying):
@@ -56,10 +66,10 @@ def split(body: list[ast.stmt], fences: bool) -> tuple[list[ast.stmt], tuple[str
     region_stores = set().union(*(_stores(r) for r, _ in regions)) if regions else set()
     if block_level & region_stores:
         return None  # a name both a block-level loop variable and a thread's variable
-    kept = _kept(regions, region_stores, body)
+    kept = {n for n in _kept(regions, region_stores, body) if not _ACCUMULATOR.fullmatch(n)}
     index = {name: k for k, name in enumerate(sorted(kept))}
     builder = _Builder(index, fences)
-    return builder.block(body), tuple(sorted(kept))
+    return inits + builder.block(body), tuple(sorted(kept))
 
 
 def kept_types_agree(kept: tuple[str, ...], typemap: dict) -> bool:
@@ -308,7 +318,7 @@ def _kept(regions: list, region_stores: set[str], body: list[ast.stmt]) -> set[s
     shared = _shared_arrays(body)
     kept: set[str] = set()
     for k, (stmts, loop) in enumerate(regions):
-        for name in exposed(stmts, set())[0] & region_stores:
+        for name in _exposed(stmts, set())[0] & region_stores:
             stored_elsewhere = any(name in _stores(other) for j, (other, _) in enumerate(regions)
                                    if j != k)
             if stored_elsewhere or loop:
@@ -320,7 +330,7 @@ def _loads(node: ast.AST) -> set[str]:
     return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
 
 
-def exposed(stmts: list[ast.stmt], defined: set[str]) -> tuple[set[str], set[str]]:
+def _exposed(stmts: list[ast.stmt], defined: set[str]) -> tuple[set[str], set[str]]:
     """(names `stmts` may read before writing them, names every path through them writes),
     given the names `defined` before them."""
     found: set[str] = set()
@@ -328,8 +338,8 @@ def exposed(stmts: list[ast.stmt], defined: set[str]) -> tuple[set[str], set[str
     for stmt in stmts:
         if isinstance(stmt, ast.If):
             found |= _loads(stmt.test) - defined
-            e1, d1 = exposed(stmt.body, defined)
-            e2, d2 = exposed(stmt.orelse, defined)
+            e1, d1 = _exposed(stmt.body, defined)
+            e2, d2 = _exposed(stmt.orelse, defined)
             found |= e1 | e2
             defined |= d1 & d2
         elif isinstance(stmt, (ast.While, ast.For)):
@@ -338,7 +348,7 @@ def exposed(stmts: list[ast.stmt], defined: set[str]) -> tuple[set[str], set[str
             inner = set(defined)
             if isinstance(stmt, ast.For):
                 inner |= {n.id for n in ast.walk(stmt.target) if isinstance(n, ast.Name)}
-            found |= exposed(stmt.body, inner)[0] | exposed(stmt.orelse, defined)[0]
+            found |= _exposed(stmt.body, inner)[0] | _exposed(stmt.orelse, defined)[0]
         elif isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign)) or not any(
                 isinstance(getattr(stmt, f, None), list) for f in ("body", "handlers")):
             found |= _loads(stmt) - defined
@@ -451,8 +461,8 @@ class _Builder:
         """Every runnable thread of the block runs `stmts`, one after the other."""
         if not stmts and exit_code == _ON:
             return []  # nothing to run (two barriers in a row): every thread stays as it is
-        stmts = copy.deepcopy(stmts)
-        reads, surely = exposed(stmts, set())
+        stmts = _flushed(copy.deepcopy(stmts))
+        reads, surely = _exposed(stmts, set())
         stores = _stores(stmts)
         # a thread's own value first: what it reads, and what it may leave unwritten here
         needed = reads | (stores - surely)
@@ -491,6 +501,21 @@ class _Builder:
         if exit_code == _END:
             return template[:2]
         return template
+
+
+def _flushed(stmts: list[ast.stmt]) -> list[ast.stmt]:
+    """A site counter summed over the block's threads starts again at 0 once added to the
+    launch's (`runtime.count`, before a `return` and at the end), so no count is added twice."""
+    out: list[ast.stmt] = []
+    for stmt in stmts:
+        for attr in ("body", "orelse", "finalbody"):
+            if isinstance(getattr(stmt, attr, None), list):
+                setattr(stmt, attr, _flushed(getattr(stmt, attr)))
+        out.append(stmt)
+        if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) \
+                and isinstance(stmt.value.func, ast.Name) and stmt.value.func.id == P + "count":
+            out.append(_assign(stmt.value.args[3].id, _const(0)))
+    return out
 
 
 def _returns_leave(stmts: list[ast.stmt]) -> list[ast.stmt]:
