@@ -211,6 +211,21 @@ def scaling_section(path: Path | None = None) -> list[str]:
              f"({written[len('Written by '):].split(';')[0].strip()}):"), "", *found, ""]
 
 
+def refresh_scaling_section(path: Path | None = None) -> bool:
+    """Rewrite BENCHMARKS.md's "Scaling curves" section from SCALING.md as it is now (a new
+    scaling run must not leave BENCHMARKS.md quoting the old one). False when there is none."""
+    path = path or ROOT / "benchmarks" / "BENCHMARKS.md"
+    text = path.read_text() if path.exists() else ""
+    lines = text.split("\n")
+    if "## Scaling curves" not in lines:
+        return False
+    start = lines.index("## Scaling curves")
+    stop = next((k for k in range(start + 1, len(lines)) if lines[k].startswith("## ")),
+                len(lines))
+    path.write_text("\n".join(lines[:start] + scaling_section() + lines[stop:]))
+    return True
+
+
 def markdown(results: Sequence[Any], command: str, started: Any, loads: tuple[str, str],
              quick: bool, sections: Sequence[tuple[str, str, str]] = ()) -> str:
     """BENCHMARKS.md: the date, the machine, both tables, the method, extra (title, intro,

@@ -544,6 +544,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     command = " ".join(["python -m benchmarks.scaling", *argv])
     text = markdown(data, command)
     opts.output.write_text(text)
+    if opts.output == OUTPUT:
+        from .report import refresh_scaling_section
+        refresh_scaling_section()
     if opts.json is not None:
         opts.json.write_text(json.dumps(data, indent=1, default=str))
     print(text)

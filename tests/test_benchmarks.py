@@ -253,3 +253,14 @@ def test_regions_benchmark_runs_each_barrier_kernel_both_ways(capsys):
     assert [r.split(" | ")[0].strip("| ") for r in rows] == ["reduce_sum", "stencil_3pt",
                                                            "matmul_tiled"]
     assert all(r.rstrip(" |").endswith("x") for r in rows)
+
+
+def test_a_scaling_run_refreshes_the_section_benchmarks_md_quotes(tmp_path):
+    md = tmp_path / "BENCHMARKS.md"
+    md.write_text("# B\n\n## Scaling curves\n\n- an old finding\n\n## After\n\nkept\n")
+    assert report.refresh_scaling_section(md)
+    text = md.read_text()
+    assert "- an old finding" not in text
+    assert "\n".join(report.scaling_section()) in text and text.endswith("## After\n\nkept\n")
+    (tmp_path / "none.md").write_text("# B\n")
+    assert not report.refresh_scaling_section(tmp_path / "none.md")
