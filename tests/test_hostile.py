@@ -409,8 +409,8 @@ def test_a_lambda_on_a_continuation_line_is_refused_as_a_kernel():
                lambda a:
                None]
     with pytest.raises(UnsupportedKernelError, match=re.escape(
-            "kernel '<lambda>' is a lambda; write kernels and device functions with def "
-            "(numba-cuda compiles lambdas only as device functions of other kernels)")):
+            "kernel '<lambda>' is a lambda; write kernels with def (numba-cuda compiles "
+            "lambdas only as device functions of other kernels)")):
         BE.compile_kernel(kernels[1])
 
 

@@ -35,6 +35,10 @@ class SimKernel:
     def __init__(self, func: Any, signature: Any = None):
         self.py_func = python_function(func)
         self.name = self.py_func.__name__
+        if self.name == "<lambda>":
+            raise UnsupportedKernelError(
+                "kernel '<lambda>' is a lambda; write kernels with def (numba-cuda compiles "
+                "lambdas only as device functions of other kernels)", kernel=self.name)
         self.signature = signature
         self.argtypes = eager_argtypes(signature)  # an eager signature's types, or None
         code = self.py_func.__code__
