@@ -15,30 +15,13 @@ from __future__ import annotations
 
 import argparse
 import os
-import time
 
 from . import kernels as K
-from .simulator import device_args
+from .simulator import timed_launch
 
 CASES = [("reduce_sum", K.build_reduce_sum, [1 << 16, 1 << 20, 1 << 22]),
          ("stencil_3pt", K.build_stencil, [1 << 16, 1 << 20, 1 << 22]),
          ("matmul_tiled", lambda n: K.WORKLOADS["matmul_tiled"].build(n, 0), [128, 256, 512])]
-
-
-def _once(backend, kernel, case) -> float:
-    """One launch on fresh device arrays (made and checked untimed)."""
-    args = device_args(backend, case)
-    try:
-        start = time.perf_counter()
-        backend.launch_kernel(kernel, case.grid, case.block, *args)
-        backend.synchronize()
-        elapsed = time.perf_counter() - start
-        case.verify([backend.to_host(args[i]) for i in case.outputs])
-    finally:
-        for value in args:
-            if hasattr(value, "allocation"):
-                backend.free(value)
-    return elapsed
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -59,9 +42,9 @@ def main(argv: list[str] | None = None) -> None:
         slow.sim.without_regions()
         for size in sizes[:1] if options.quick else sizes:
             case = build(size)
-            _once(fast_be, fast, case), _once(slow_be, slow, case)  # warm-up (and compile)
-            fast_s = min(_once(fast_be, fast, case) for _ in range(options.repeat))
-            slow_s = min(_once(slow_be, slow, case) for _ in range(options.repeat))
+            timed_launch(fast_be, fast, case), timed_launch(slow_be, slow, case)  # warm-up
+            fast_s = min(timed_launch(fast_be, fast, case)[0] for _ in range(options.repeat))
+            slow_s = min(timed_launch(slow_be, slow, case)[0] for _ in range(options.repeat))
             assert fast.sim.regions and not slow.sim.regions, name
             label = f"{size}x{size}" if name.startswith("matmul") else f"2^{size.bit_length() - 1}"
             print(f"| {name} | {label} | {fast_s:.4f} | {slow_s:.4f} | {slow_s / fast_s:.1f}x |")

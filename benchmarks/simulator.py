@@ -156,7 +156,7 @@ def device_args(backend: Any, case: Case) -> list[Any]:
     return args
 
 
-def _launch(backend: Any, kernel: Any, case: Case,
+def timed_launch(backend: Any, kernel: Any, case: Case,
             profiler: cProfile.Profile | None = None) -> tuple[float, Any, float]:
     """One timed launch on fresh device arrays: (seconds, LaunchRecord, max error)."""
     args = device_args(backend, case)
@@ -187,10 +187,10 @@ def run_gpukit(workload: Workload, size: int, repeats: int, seed: int = 0,
     start = time.perf_counter()
     kernel = backend.compile_kernel(workload.kernel)
     compile_s = time.perf_counter() - start
-    first_s, record, max_error = _launch(backend, kernel, case)
+    first_s, record, max_error = timed_launch(backend, kernel, case)
     best = None
     for _ in range(repeats):
-        elapsed_s, record, error = _launch(backend, kernel, case)
+        elapsed_s, record, error = timed_launch(backend, kernel, case)
         max_error = max(max_error, error)
         if best is None or elapsed_s < best[0]:
             best = (elapsed_s, record)
@@ -199,7 +199,7 @@ def run_gpukit(workload: Workload, size: int, repeats: int, seed: int = 0,
                     best_record.threads, best_record.stats, max_error)
     if profile_top:
         profiler = cProfile.Profile()
-        _launch(backend, kernel, case, profiler)
+        timed_launch(backend, kernel, case, profiler)
         run.profile = top_functions(profiler, profile_top)
     return run
 

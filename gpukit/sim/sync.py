@@ -291,6 +291,27 @@ def _complete_warp(c, x, lo, hi, group, kind, site, checks):
         _set(x, lt, L.X_STATUS, L.RUNNABLE)
 
 
+@register_jitable(forceinline=True)
+def _barrier_result(kind, count, arrived):
+    """syncthreads_count/_and/_or's result from how many arrived and how many passed nonzero."""
+    if kind == L.K_SYNC_COUNT:
+        return count
+    if kind == L.K_SYNC_AND:
+        return 1 if count == arrived else 0
+    return 1 if count > 0 else 0
+
+
+@register_jitable(forceinline=True)
+def _pass_barrier(c, acquire):
+    """The block passes a barrier: a new phase for the race check, the acquire it carries."""
+    c[L.STAMP] += 1
+    c[L.BARRIER_STAMP] = c[L.STAMP]
+    c[L.PHASE] += 1
+    c[L.WARP_EVENTS] = 0
+    c[L.BLOCK_ACQUIRE] = acquire
+    c[L.BARRIERS] += 1
+
+
 @register_jitable
 def _block_barrier(c, x, checks):
     """Complete a block-wide barrier if every live thread waits at it.
@@ -336,18 +357,8 @@ def _block_barrier(c, x, checks):
         if _get(x, lt, L.X_VALUE) != 0:
             count += 1
         acquire = max(acquire, _get(x, lt, L.X_ACQUIRE))
-    if kind == L.K_SYNC_COUNT:
-        res = count
-    elif kind == L.K_SYNC_AND:
-        res = 1 if count == arrived else 0
-    else:
-        res = 1 if count > 0 else 0
-    c[L.STAMP] += 1
-    c[L.BARRIER_STAMP] = c[L.STAMP]
-    c[L.PHASE] += 1
-    c[L.WARP_EVENTS] = 0
-    c[L.BLOCK_ACQUIRE] = acquire
-    c[L.BARRIERS] += 1
+    res = _barrier_result(kind, count, arrived)
+    _pass_barrier(c, acquire)
     for lt in range(tpb):
         if _get(x, lt, L.X_STATUS) == L.WAITING:
             _set(x, lt, L.X_RESULT, res)
@@ -373,20 +384,10 @@ def barrier(c, kind):
             if kind != L.K_BARRIER and _get(x, lt, L.X_VALUE) != 0:
                 count += 1
             acquire = max(acquire, _get(x, lt, L.X_ACQUIRE))
-    c[L.STAMP] += 1
-    c[L.BARRIER_STAMP] = c[L.STAMP]
-    c[L.PHASE] += 1
-    c[L.WARP_EVENTS] = 0
-    c[L.BLOCK_ACQUIRE] = acquire
-    c[L.BARRIERS] += 1
+    _pass_barrier(c, acquire)
     if kind == L.K_BARRIER:
         return
-    if kind == L.K_SYNC_COUNT:
-        res = count
-    elif kind == L.K_SYNC_AND:
-        res = 1 if count == arrived else 0
-    else:
-        res = 1 if count > 0 else 0
+    res = _barrier_result(kind, count, arrived)
     for lt in range(c[L.TPB]):
         if _get(x, lt, L.X_STATUS) == L.RUNNABLE:
             _set(x, lt, L.X_RESULT, res)
