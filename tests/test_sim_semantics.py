@@ -682,3 +682,47 @@ def make_maybe_synced(flag):
 def test_a_barrier_under_a_constant_condition(be, flag):
     (out,) = run(be, make_maybe_synced(flag), 1, 4, np.zeros(4, np.float32))
     np.testing.assert_array_equal(out, np.ones(4, np.float32))
+
+
+# -- overloads declared for the CUDA target ----------------------------------------------------------
+def scale_ol(x):
+    """Overloaded below: by 3 on the CUDA target, by 2 everywhere else."""
+
+
+def only_on_gpu(x):
+    """Overloaded below for the CUDA target only."""
+
+
+def generic_calls_cuda(x):
+    """A generic overload whose implementation calls a CUDA-only one."""
+
+
+def _overload(func, target, factor, then=None):
+    from numba.cuda.extending import overload
+
+    @overload(func, target=target)
+    def ol(x):
+        def impl(x):
+            x[0] *= factor
+            if then is not None:
+                then(x)
+        return impl
+
+
+_overload(scale_ol, "generic", 2)
+_overload(scale_ol, "cuda", 3)
+_overload(only_on_gpu, "cuda", 5)
+_overload(generic_calls_cuda, "generic", 7, then=only_on_gpu)
+
+
+def calls_overloads(x):
+    scale_ol(x)
+    generic_calls_cuda(x)
+
+
+def test_cuda_target_overloads_win_in_kernels_as_on_a_gpu_and_nowhere_else(be):
+    (x,) = run(be, calls_overloads, 1, 1, np.ones(1, np.int64))
+    assert x[0] == 3 * 7 * 5  # the CUDA scale_ol (3, not 2), and the CUDA-only one called inside
+    on_cpu = np.ones(1, np.int64)
+    numba.njit(lambda x: scale_ol(x))(on_cpu)
+    assert on_cpu[0] == 2  # Numba's CPU target still gets the generic overload

@@ -15,7 +15,7 @@ from typing import Any
 import numba
 
 from ..errors import UnsupportedKernelError
-from . import cache, names
+from . import cache, names, overloads
 from .compiler import _JIT, MAX_RECURSIVE_FRAME, RUNTIME, KernelBuilder, driver_source, runtime
 from .transform import Unit
 
@@ -132,6 +132,7 @@ def _call_depth(unit: Unit, active: tuple) -> int:
 
 
 def _compile(kernel: SimKernel) -> Any:
+    overloads.mirror_cuda_overloads()
     compiled: dict[str, Any] = {}
     functions = []
     for k, unit in enumerate(kernel.units):

@@ -1,0 +1,74 @@
+"""`@overload(f, target="cuda")` in simulated kernels.
+
+numba-cuda keeps the overloads declared for the CUDA target (`numba.cuda.extending.overload`,
+whose default target is "cuda") in its own typing registry; the simulator types and compiles
+kernels with Numba's CPU target, which sees only "generic" and "cpu" overloads. Without help a
+kernel calling a CUDA-only overload fails to type, and a function overloaded for both targets
+runs its generic version where a GPU runs the CUDA one: a wrong answer.
+
+`mirror_cuda_overloads()` registers each CUDA-target overload with Numba's CPU registry as well,
+as a "cpu" overload (so it outranks a "generic" one, as "cuda" does on the GPU) that applies only
+while the simulator compiles a kernel: Numba's own CPU functions (`numba.njit`) keep resolving
+as before. Overloads defined by numba-cuda's library itself (cache hints, cooperative groups,
+its intrinsics) are not mirrored: the simulator implements those calls itself.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+_MIRRORED: set = set()
+
+
+def _in_simulator(context: Any) -> bool:
+    """True while the outermost function being typed is one the simulator generated."""
+    stack = context.callstack._stack
+    return bool(stack) and stack[0].func_id.filename.startswith("<gpukit ")
+
+
+def _from_numba_cuda_library(overload_func: Any) -> bool:
+    import numba.cuda
+
+    package = Path(numba.cuda.__file__).parent
+    code = getattr(overload_func, "__code__", None)
+    if code is None:
+        return True
+    path = Path(code.co_filename)
+    return package in path.parents and (package / "tests") not in path.parents
+
+
+def _cpu_template(template: type) -> type:
+    from numba.core.typing import templates
+
+    base = templates.make_overload_template(
+        template.key, template._overload_func, template._jit_options, template._strict,
+        template._inline._inline, template.prefer_literal, target="cpu")
+
+    def generic(self, args, kws):
+        if not _in_simulator(self.context):
+            return None
+        return base.generic(self, args, kws)
+
+    return type(base)(base.__name__, (base,), {"generic": generic})
+
+
+def mirror_cuda_overloads() -> None:
+    """Make every CUDA-target overload declared so far visible to simulated kernels."""
+    from numba.core import types
+    from numba.core.typing import templates as cpu_templates
+    from numba.cuda.typing import templates as cuda_templates
+
+    for func, ftype in list(cuda_templates.builtin_registry.globals):
+        for template in getattr(ftype, "templates", ()):
+            if template in _MIRRORED:
+                continue
+            _MIRRORED.add(template)
+            target = getattr(template, "metadata", {}).get("target")
+            overload_func = getattr(template, "_overload_func", None)
+            if (str(target).lower() != "cuda" or overload_func is None
+                    or _from_numba_cuda_library(overload_func)):
+                continue
+            mirror = _cpu_template(template)
+            cpu_templates.infer(mirror)
+            cpu_templates.infer_global(func, types.Function(mirror))
