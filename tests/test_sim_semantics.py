@@ -726,3 +726,31 @@ def test_cuda_target_overloads_win_in_kernels_as_on_a_gpu_and_nowhere_else(be):
     on_cpu = np.ones(1, np.int64)
     numba.njit(lambda x: scale_ol(x))(on_cpu)
     assert on_cpu[0] == 2  # Numba's CPU target still gets the generic overload
+
+
+# -- kernels built with exec() ---------------------------------------------------------------------
+EXTREME = """
+def extreme(res, ary):
+    i = cuda.threadIdx.x
+    cuda.atomic.{op}(res, 0, ary[i + {shift}])
+"""
+
+
+def built(op: str, shift: int = 0) -> Any:
+    namespace = {"cuda": cuda}
+    exec(EXTREME.format(op=op, shift=shift), namespace)  # noqa: S102 - as generated kernels are
+    return namespace["extreme"]
+
+
+def test_kernels_built_with_exec_run_each_from_its_own_text(be):
+    # the same name, file ("<string>") and line: only the text tells the two kernels apart
+    ary = np.arange(5.0, 37.0)
+    (res,) = run(be, built("max"), 1, 32, np.array([10.0]), ary)[:1]
+    assert res[0] == 36.0
+    (res,) = run(be, built("min"), 1, 32, np.array([10.0]), ary)[:1]
+    assert res[0] == 5.0
+
+
+def test_a_bug_in_an_exec_built_kernel_names_its_line_in_the_text(be):
+    with pytest.raises(OutOfBoundsError, match=r"ary\[i \+ 1\].*thread \(31, 0, 0\).*<string>:4"):
+        run(be, built("max", shift=1), 1, 32, np.array([0.0]), np.zeros(32))

@@ -9,6 +9,7 @@ timeline. It imports nothing from the rest of gpukit but `gpukit.errors`: the ba
 launches and passes plain values in. It models execution and memory semantics, not timing.
 """
 
+from . import exec_sources  # noqa: F401 - its audit hook keeps the text of exec()-built kernels
 from .layout import CHECK_NAMES
 
 CHECKS = ("launch_limits", *CHECK_NAMES)  # the checks a launch can switch on and off

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..errors import UnsupportedKernelError
+from . import exec_sources
 
 
 @dataclass(frozen=True)
@@ -66,9 +67,13 @@ def read_function(func: Callable) -> FunctionSource:
     try:
         lines, firstlineno = inspect.getsourcelines(func)
     except (OSError, TypeError) as exc:
-        raise UnsupportedKernelError(
-            f"cannot read the source of {name!r} ({exc}); the simulator needs kernels defined "
-            "with def in a file or a notebook cell, not built with exec()", kernel=name) from None
+        found = exec_sources.function_lines(func)
+        if found is None:
+            raise UnsupportedKernelError(
+                f"cannot read the source of {name!r} ({exc}); the simulator needs kernels "
+                "defined with def in a file or a notebook cell, or built with exec() after "
+                "gpukit was imported", kernel=name) from None
+        lines, firstlineno = found
     if name == "<lambda>":
         found = _read_lambda(func)
         if found is not None:
