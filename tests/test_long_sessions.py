@@ -217,3 +217,17 @@ def test_the_cache_directory_keeps_the_most_recently_used_kernels(tmp_path, monk
     assert sorted(p.name for p in folder.glob("k*.py")) == ["kbusy.py", "kmid.py", "knew.py"]
     assert sorted(p.name for p in (folder / "__pycache__").iterdir()) == [
         "kbusy._g_drive-1.py311.nbi", "kmid._g_drive-1.py311.nbi", "knew._g_drive-1.py311.nbi"]
+
+
+def test_the_texts_kept_for_exec_built_kernels_stay_within_their_bound():
+    from gpukit.sim import exec_sources
+
+    filler = "# " + "x" * 4_000 + "\n"
+    for k in range(2 * exec_sources.KEEP_BYTES // len(filler)):  # twice the bound, all distinct
+        exec(f"def f{k}():\n    return {k}\n" + filler, {})  # noqa: S102
+    assert exec_sources.KEEP_BYTES - len(filler) - 40 < exec_sources.kept_bytes() \
+        <= exec_sources.KEEP_BYTES
+    namespace: dict = {}
+    exec("def newest(x):\n    return x + 1\n", namespace)  # noqa: S102 - the newest is kept
+    lines, first = exec_sources.function_lines(namespace["newest"])
+    assert (lines, first) == (["def newest(x):\n", "    return x + 1\n"], 1)

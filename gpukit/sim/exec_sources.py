@@ -3,9 +3,9 @@ generate kernels from strings, and such a function's code names only "<string>",
 `inspect.getsource` cannot read.
 
 An audit hook (PEP 578) keeps the distinct texts given to `compile`/`exec` under a name that is
-not a real file ("<string>", "<kernel>", ...; not the simulator's own code); `function_lines`
-finds the newest one that compiled a given function (same name, first line, bytecode, names and
-constants) and returns its lines. The hook is installed once, when gpukit is imported, so a
+not a real file ("<string>", "<kernel>", ...; not the simulator's own code, nor text already in
+`linecache`, as IPython puts its cells); `function_lines` finds the newest one that compiled a
+given function (same name, first line, bytecode, names and constants) and returns its lines. The hook is installed once, when gpukit is imported, so a
 kernel must be built after `import gpukit`; the texts kept are bounded by `KEEP_BYTES` (the
 oldest go first: numba-cuda's kernel tests, for one, exec about 0.3 MB of distinct text per
 module, most of it Numba's own generated code).
@@ -14,6 +14,7 @@ module, most of it Numba's own generated code).
 from __future__ import annotations
 
 import inspect
+import linecache
 import sys
 import types
 from collections.abc import Callable
@@ -30,8 +31,9 @@ def _record(event: str, args: tuple) -> None:
         return
     text, filename = args
     if (not isinstance(filename, str) or not filename.startswith("<")
-            or filename.startswith("<gpukit ") or not isinstance(text, (str, bytes))):
-        return
+            or filename.startswith("<gpukit ") or filename in linecache.cache
+            or not isinstance(text, (str, bytes))):
+        return  # not exec'd text, or text inspect finds anyway (IPython registers its cells)
     key = (filename, text)
     if _TEXTS.pop(key, 0) is None:  # seen before: it becomes the newest
         _kept_bytes -= len(text)
@@ -41,6 +43,11 @@ def _record(event: str, args: tuple) -> None:
         oldest = next(iter(_TEXTS))
         del _TEXTS[oldest]
         _kept_bytes -= len(oldest[1])
+
+
+def kept_bytes() -> int:
+    """The size of the texts kept now (at most KEEP_BYTES, or one text if that is larger)."""
+    return _kept_bytes
 
 
 def _code_objects(code: types.CodeType):
