@@ -25,6 +25,7 @@ class CPUKernel:
         self.__name__ = sim.name
         self.__doc__ = sim.py_func.__doc__
         self.param_names = sim.param_names
+        self.checked_geometry: dict = {}  # (grid, block, dynamic shared, limits on) -> checked
 
     @property
     def static_shared_bytes(self) -> int:

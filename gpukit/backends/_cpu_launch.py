@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -30,30 +29,10 @@ from .validate import (
     check_dynamic_shared_bytes,
     check_launch,
     normalize_dim3,
-    normalize_dtype,
     warn_implicit_copies,
 )
 
-__all__ = ["ArgSpec", "launch"]
-
-
-@dataclass(frozen=True)
-class ArgSpec:
-    """What the occupancy calculation needs to know of an array argument (its Numba type)."""
-
-    dtype: np.dtype
-    ndim: int
-    shape: tuple[int, ...]
-    layout: str
-
-
-def _arg_spec(arg: Any) -> Any:
-    if isinstance(arg, DeviceArray):
-        return ArgSpec(arg.dtype, arg.ndim, tuple(arg.shape), arg.layout)
-    if isinstance(arg, np.ndarray):
-        layout = "C" if arg.flags.c_contiguous else "F" if arg.flags.f_contiguous else "A"
-        return ArgSpec(normalize_dtype(arg.dtype), arg.ndim, tuple(arg.shape), layout)
-    return arg
+__all__ = ["launch"]
 
 
 def _is_scalar(value: Any) -> bool:
@@ -95,8 +74,8 @@ def launch(backend: Any, kernel: CPUKernel, grid: Any, block: Any, args: tuple,
         record = LaunchRecord(
             kernel.name, grid3, block3, shared, opts.stream, result.wall_ms, result.stats,
             dict(opts.checks), opts.schedule, timings={"wall": result.wall_ms}, backend=backend.name,
-            occupancy_of=_occupancy_of(backend.profile, kernel, args, block3, shared,
-                                       result.stats))
+            occupancy_of=_occupancy_of(backend.profile, kernel, result.signature, block3,
+                                       shared, result.stats))
         if opts.flops is not None:
             record.extra["flops"] = opts.flops
         if result.trace is not None:
@@ -131,6 +110,26 @@ def _device_arguments(backend: Any, kernel: CPUKernel, args: tuple
 
 def _check_geometry(backend: Any, kernel: CPUKernel, grid: Any, block: Any,
                     opts: LaunchOptions) -> tuple[tuple[int, int, int], tuple[int, int, int], int]:
+    """(grid, block, dynamic shared bytes) checked; a geometry of plain ints is checked once per
+    kernel (a loop of small launches repeats it)."""
+    key = None
+    if _plain(grid) and _plain(block) and type(opts.dynamic_shared_bytes) is int:
+        key = (grid, block, opts.dynamic_shared_bytes, opts.checks["launch_limits"])
+        found = kernel.checked_geometry.get(key)
+        if found is not None:
+            return found
+    checked = _checked_geometry(backend, kernel, grid, block, opts)
+    if key is not None and len(kernel.checked_geometry) < 256:
+        kernel.checked_geometry[key] = checked
+    return checked
+
+
+def _plain(dim: Any) -> bool:
+    return type(dim) is int or (type(dim) is tuple and all(type(d) is int for d in dim))
+
+
+def _checked_geometry(backend: Any, kernel: CPUKernel, grid: Any, block: Any,
+                      opts: LaunchOptions) -> tuple[tuple[int, int, int], tuple[int, int, int], int]:
     name = kernel.name
     if opts.checks["launch_limits"]:
         profile = backend.profile
@@ -187,13 +186,14 @@ def _check_arguments(kernel: CPUKernel, args: tuple) -> None:
             "implicitly), numbers, or tuples of numbers")
 
 
-def _occupancy_of(profile: Any, kernel: CPUKernel, args: tuple, block: tuple[int, int, int],
+def _occupancy_of(profile: Any, kernel: CPUKernel, signature: tuple, block: tuple[int, int, int],
                   dynamic_shared_bytes: int, stats: Any) -> Callable[[], tuple[Any, str]]:
-    specs = tuple(_arg_spec(a) for a in args)
+    """The launch's theoretical occupancy, worked out when asked for (it compiles the kernel for
+    a GPU target with the Numba types the simulator compiled it for)."""
 
     def occupancy() -> tuple[Any, str]:
         occ, _, source = theoretical_occupancy(
-            kernel.py_func, specs, block, dynamic_shared_bytes, profile,
+            kernel.py_func, signature, block, dynamic_shared_bytes, profile,
             static_shared_bytes=stats.static_shared_bytes)
         return occ, source
 

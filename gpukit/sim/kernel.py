@@ -66,6 +66,7 @@ class SimKernel:
         self._sources()
         self.checked_signatures: set = set()
         self.signatures: dict = {}  # launch values' type keys -> Numba types (launch._signature)
+        self.ready: tuple = (None, {})  # (driver, {type key: Numba types} it is compiled for)
 
     def _sources(self) -> None:
         self.regions = self.unit.region_vars is not None  # see gpukit.sim.regions

@@ -60,9 +60,10 @@ class LaunchResult:
     output: str = ""
     traced_blocks: int = 0  # blocks the trace recorded (all of them unless sampled)
     trace_complete: bool = True  # False: a sampled trace filled up before its blocks ended
+    signature: tuple = ()  # Numba's types of the arguments, as the kernel was compiled for them
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class SlotInfo:
     """A slot as the host describes it (for messages and traces)."""
 
@@ -231,7 +232,7 @@ def _run(kernel: SimKernel, memory: DeviceMemory, workspace: Workspace, args: tu
             c[L.TRACE_QUIET] = 1
             if trace_sample < nblocks:  # an odd stride: no aliasing with power-of-two layouts
                 c[L.TRACE_EVERY] = -(-nblocks // trace_sample) | 1
-    driver = _compiled_driver(kernel, values)
+    driver, sig = _compiled_driver(kernel, values)
     start = time.perf_counter()
     error = None
     if watchdog_s:
@@ -270,8 +271,8 @@ def _run(kernel: SimKernel, memory: DeviceMemory, workspace: Workspace, args: tu
     if trace is not None:
         every = int(c[L.TRACE_EVERY]) or 1
         return LaunchResult(stats, wall_ms, trace, output, traced_blocks=-(-nblocks // every),
-                            trace_complete=not c[L.TRACE_FULL])
-    return LaunchResult(stats, wall_ms, trace, output)
+                            trace_complete=not c[L.TRACE_FULL], signature=sig)
+    return LaunchResult(stats, wall_ms, trace, output, signature=sig)
 
 
 def _run_generators(driver: Any, c: np.ndarray, values: list, workspace: Workspace) -> None:
@@ -287,10 +288,16 @@ def _run_generators(driver: Any, c: np.ndarray, values: list, workspace: Workspa
         driver(c, *values)
 
 
-def _compiled_driver(kernel: SimKernel, values: list) -> Any:
-    """The driver, compiled for these argument types before the watchdog starts."""
+def _compiled_driver(kernel: SimKernel, values: list) -> tuple[Any, tuple]:
+    """(the driver, compiled for these argument types before the watchdog starts; the types)."""
     driver = kernel.driver
-    sig = _signature(kernel, values)
+    key = tuple(_type_key(v) for v in values)
+    ready_for, ready = kernel.ready
+    if ready_for is not driver:
+        kernel.ready = (driver, {})
+    elif key in ready:  # launched before with values of these types (None: keys for no types)
+        return driver, ready[key]
+    sig = _signature(kernel, values, key)
     full = (_CONTEXT_TYPE, *sig)
     if full not in driver.overloads:
         if sig not in kernel.checked_signatures:
@@ -318,13 +325,14 @@ def _compiled_driver(kernel: SimKernel, values: list) -> Any:
                     "gpukit's simulator does not simulate; use float32 in the simulator",
                     kernel=kernel.name) from None
         cache.remember_typechecked(kernel.key, str(sig))
-    return driver
+    if None not in key and kernel.ready[0] is driver:
+        kernel.ready[1][key] = sig
+    return driver, sig
 
 
-def _signature(kernel: SimKernel, values: list) -> tuple:
+def _signature(kernel: SimKernel, values: list, key: tuple) -> tuple:
     """Numba's types of the launch's values, remembered per kernel by what decides them
     (numba.typeof costs more than the rest of a small launch)."""
-    key = tuple(_type_key(v) for v in values)
     if None in key:
         return tuple(numba.typeof(v) for v in values)
     sig = kernel.signatures.get(key)
@@ -492,15 +500,16 @@ def _stats(kernel: SimKernel, c: np.ndarray, dynamic: int, infos: list) -> Launc
                         dynamic_shared_bytes=dynamic, barriers=int(c[L.BARRIERS]),
                         local_bytes_per_thread=kernel.local_bytes)
     base = int(c[L.SITE_BASE])
-    for index, site in enumerate(kernel.sites.items):
-        row = c[base + index * L.SITE_FIELDS: base + (index + 1) * L.SITE_FIELDS]
-        glob = int(row[L.SPACE_GLOBAL] + row[L.SPACE_CONST])
-        shared = int(row[L.SPACE_SHARED])
-        local = int(row[L.SPACE_LOCAL])
+    sites = kernel.sites.items
+    rows = c[base: base + len(sites) * L.SITE_FIELDS].reshape(-1, L.SITE_FIELDS).tolist()
+    for index, (site, row) in enumerate(zip(sites, rows)):
+        glob = row[L.SPACE_GLOBAL] + row[L.SPACE_CONST]
+        shared = row[L.SPACE_SHARED]
+        local = row[L.SPACE_LOCAL]
         if glob == shared == local == 0:
             continue
         slot = kernel.site_slots.get(index, -1)
-        itemsize = int(row[4]) if slot < 0 else int(infos[slot].dtype.itemsize)
+        itemsize = row[4] if slot < 0 else int(infos[slot].dtype.itemsize)
         if site.kind == "read":
             stats.global_load_bytes += glob * itemsize
             stats.shared_load_bytes += shared * itemsize
