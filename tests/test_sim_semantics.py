@@ -754,3 +754,15 @@ def test_kernels_built_with_exec_run_each_from_its_own_text(be):
 def test_a_bug_in_an_exec_built_kernel_names_its_line_in_the_text(be):
     with pytest.raises(OutOfBoundsError, match=r"ary\[i \+ 1\].*thread \(31, 0, 0\).*<string>:4"):
         run(be, built("max", shift=1), 1, 32, np.array([0.0]), np.zeros(32))
+
+
+def shape_from_the_end(ary):
+    x = cuda.threadIdx.x
+    if x == 2:
+        ary[0] = ary.shape[-x]  # a 1-D shape has no index -2: Python's IndexError
+
+
+def test_a_python_exception_in_a_kernel_keeps_its_class_and_is_a_kernel_error(be):
+    with pytest.raises(IndexError, match=r"^IndexError: tuple index out of range") as caught:
+        run(be, shape_from_the_end, 1, 3, np.zeros(2, np.int64))
+    assert isinstance(caught.value, KernelError) and caught.value.kernel == "shape_from_the_end"

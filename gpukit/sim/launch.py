@@ -18,7 +18,7 @@ from typing import Any
 import numba
 import numpy as np
 
-from ..errors import InvalidDeviceArrayError, KernelError, UnsupportedKernelError
+from ..errors import InvalidDeviceArrayError, UnsupportedKernelError
 from . import cache
 from . import layout as L
 from .compiler import cuda_typecheck
@@ -26,7 +26,7 @@ from .kernel import SimKernel
 from .lowlevel import Trap
 from .memory import DeviceArray, DeviceMemory
 from .regions import kept_types_agree
-from .report import ErrorContext, format_prints, kernel_error
+from .report import ErrorContext, format_prints, kernel_error, raised_as
 
 STAMP_LIMIT = 1 << 31  # records keep 32-bit stamps: renumber long before they wrap
 PRINT_CAPACITY = 1 << 16  # print records per launch (a GPU's printf buffer is bounded too)
@@ -263,7 +263,7 @@ def _run(kernel: SimKernel, memory: DeviceMemory, workspace: Workspace, args: tu
     if error is not None:
         ctx = ErrorContext(kernel, c, infos, grid, block, watchdog_s)
         exc = kernel_error(ctx) if error == "trap" else \
-            KernelError(f"{type(error).__name__}: {error}", kernel=kernel.name)
+            raised_as(type(error), f"{type(error).__name__}: {error}", kernel=kernel.name)
         exc.partial_trace = trace  # the accesses recorded before the error (backend: exc.trace)
         raise exc from (None if error == "trap" else error)
     _settle_init_masks(args)

@@ -267,7 +267,13 @@ def _raised(site: Site, kernel: str, where: dict) -> KernelError:
     tid, ctaid = list(where["thread"])[::-1], list(where["block"])[::-1]  # numba-cuda's z, y, x
     prefix = (f"In function '{kernel}', file {site.filename}, line {site.lineno}, "
               f"tid={tid} ctaid={ctaid}")
-    message = f"{prefix}: {args[0]}" if args else prefix
+    return raised_as(cls, f"{prefix}: {args[0]}" if args else prefix, **where)
+
+
+def raised_as(cls: type, message: str, **where: Any) -> KernelError:
+    """A KernelError that is also an instance of the exception class `cls` (so `except
+    IndexError` catches an IndexError raised in a kernel, as with numba-cuda); a plain
+    KernelError naming the class when the two do not combine."""
     try:
         kind = _RAISED.get(cls)
         if kind is None:
