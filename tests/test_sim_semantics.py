@@ -766,3 +766,20 @@ def test_a_python_exception_in_a_kernel_keeps_its_class_and_is_a_kernel_error(be
     with pytest.raises(IndexError, match=r"^IndexError: tuple index out of range") as caught:
         run(be, shape_from_the_end, 1, 3, np.zeros(2, np.int64))
     assert isinstance(caught.value, KernelError) and caught.value.kernel == "shape_from_the_end"
+
+
+def round_to(ary, c, ndigits):
+    ary[0] = round(c, ndigits)
+
+
+@pytest.mark.parametrize("dtype, value, ndigits, want", [
+    (np.float32, 0.3425, 3, 0.343),  # numba-cuda scales in float64: 342.500001 -> 343
+    (np.float64, 0.3425, 3, 0.342),  # 342.5 exactly: half to even (CPython says 0.343)
+    (np.float32, 2.5, 0, 2.0),
+    (np.float64, 1234.5678, -2, 1200.0),
+    (np.float32, np.inf, 2, np.inf),
+])
+def test_round_with_ndigits_follows_numba_cudas_algorithm(be, dtype, value, ndigits, want):
+    # Numba's CPU target scales in the value's own type: float32 0.3425 -> 0.342
+    (ary,) = run(be, round_to, 1, 1, np.zeros(1, dtype), scalars=(dtype(value), np.int32(ndigits)))
+    assert ary[0] == dtype(want)

@@ -50,7 +50,7 @@ RUNTIME: dict[str, Any] = {
     P + "print_end": runtime.print_end, P + "shared_static_bytes": runtime.shared_static_bytes,
     P + "tick": intrinsics.tick, P + "check_step": intrinsics.check_step,
     P + "assert_": intrinsics.assert_, P + "floordiv": intrinsics.floordiv,
-    P + "mod": intrinsics.mod, P + "divmod_": intrinsics.divmod_,
+    P + "mod": intrinsics.mod, P + "divmod_": intrinsics.divmod_, P + "round_to": intrinsics.round_to,
     P + "shared_array": intrinsics.shared_array,
     P + "dynamic_shared_array": intrinsics.dynamic_shared_array,
     P + "local_array": intrinsics.local_array, P + "thread_frame": intrinsics.thread_frame,

@@ -8,6 +8,7 @@ and warp intrinsics, which need other threads, are in `gpukit.sim.sync`.
 
 from __future__ import annotations
 
+import math
 from collections import namedtuple
 
 import numpy as np
@@ -299,6 +300,46 @@ def _ol_divmod(c, a, b, site):
             return divmod(a, b)
         return impl
     return lambda c, a, b, site: divmod(a, b)
+
+
+def round_to(x, ndigits):
+    """round(x, ndigits)."""
+
+
+@register_jitable
+def _round_ndigits(x, ndigits):
+    # numba-cuda's algorithm (cudaimpl.round_to_impl: CPython's fallback double_round), whose
+    # products are float64 even for a float32 x; Numba's CPU target scales in x's own type
+    if math.isinf(x) or math.isnan(x):
+        return x
+    if ndigits >= 0:
+        if ndigits > 22:  # 10**ndigits in two factors, each safe from overflow
+            pow1 = 10.0 ** (ndigits - 22)
+            pow2 = 1e22
+        else:
+            pow1 = 10.0 ** ndigits
+            pow2 = 1.0
+        y = (x * pow1) * pow2
+        if math.isinf(y):
+            return x
+    else:
+        pow1 = 10.0 ** (-ndigits)
+        pow2 = 1.0
+        y = x / pow1
+    z = round(y)
+    if math.fabs(y - z) == 0.5:
+        z = 2.0 * round(y / 2.0)  # halfway: round half to even
+    if ndigits >= 0:
+        return (z / pow2) / pow1
+    return z * pow1
+
+
+@overload(round_to, jit_options={'forceinline': True})
+def _ol_round_to(x, ndigits):
+    if isinstance(x, types.Float) and isinstance(ndigits, types.Integer):
+        result = x
+        return lambda x, ndigits: result(_round_ndigits(x, ndigits))
+    return lambda x, ndigits: round(x, ndigits)
 
 
 # -- the watchdog --------------------------------------------------------------------------
