@@ -783,3 +783,15 @@ def test_round_with_ndigits_follows_numba_cudas_algorithm(be, dtype, value, ndig
     # Numba's CPU target scales in the value's own type: float32 0.3425 -> 0.342
     (ary,) = run(be, round_to, 1, 1, np.zeros(1, dtype), scalars=(dtype(value), np.int32(ndigits)))
     assert ary[0] == dtype(want)
+
+
+WEIGHTS = np.array([1.0, 2.0, 4.0])[::-1]  # a global array: frozen at compile, as Numba does
+
+
+def uses_a_global_arrays_methods(out):
+    out[0] = WEIGHTS.sum() * 10 + WEIGHTS.argmin()
+
+
+def test_methods_of_a_global_array_are_called_in_the_kernel(be):
+    (out,) = run(be, uses_a_global_arrays_methods, 1, 1, np.zeros(1))
+    assert out[0] == 72  # (4 + 2 + 1) * 10 + the index of 1.0 in [4, 2, 1]

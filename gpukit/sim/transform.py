@@ -255,6 +255,8 @@ class UnitRewriter:
                 obj = getattr(base.obj, node.attr)
             except AttributeError:
                 return None
+            if isinstance(base.obj, np.ndarray) and callable(obj):
+                return None  # a method of a global array (val.copy()): Numba calls it
             return _Static(obj, f"{base.path}.{node.attr}")
         return None
 
@@ -996,7 +998,7 @@ class _ExprRewriter(ast.NodeTransformer):
         if names.is_device_array(obj):
             raise self.rw._unsupported(node, "a device array captured as a global (pass it as "
                                              "an argument)")
-        if callable(obj) and getattr(obj, "__module__", "").startswith("numba.cuda") \
+        if callable(obj) and (getattr(obj, "__module__", None) or "").startswith("numba.cuda") \
                 and not (isinstance(obj, type) and issubclass(obj, enum.Enum)):
             what = "cooperative groups (grid-wide sync)" if ".cg" in obj.__module__ else \
                 f"{static.path}"
