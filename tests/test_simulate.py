@@ -169,6 +169,18 @@ def test_eager_signatures_are_chosen_by_numba_cudas_overload_resolution():
             tie[1, 1](r, 1.0, 2.0)
 
 
+def test_arguments_convert_to_an_eager_signature_as_c_converts():
+    with gpukit.simulate():
+        @cuda.jit("void(int64[:], int32, uint8)")
+        def store(r, x, y):
+            r[0] = x
+            r[1] = y
+
+        r = np.zeros(2, np.int64)
+        store[1, 1](r, 0xFFFFFFFF, 257)  # wrap, as numba-cuda's conversion does
+    assert r.tolist() == [-1, 1]
+
+
 def _add(x, y):
     return x + y
 

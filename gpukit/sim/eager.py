@@ -8,10 +8,18 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
 from numba.core.errors import TypingError
 from numba.extending import overload
 
 _CONVERTERS: dict[int, tuple[Any, Callable]] = {}
+
+
+def c_convert(value: Any, dtype: np.dtype) -> Any:
+    """A scalar converted to `dtype` as C converts (as numba-cuda converts an argument to an
+    eager signature's type): integers wrap (0xFFFFFFFF as int32 is -1), floats truncate."""
+    with np.errstate(all="ignore"):
+        return np.asarray(value).astype(dtype)[()]
 
 
 def declared_signatures(obj: Any) -> list | None:

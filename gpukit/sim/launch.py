@@ -22,6 +22,7 @@ from ..errors import InvalidDeviceArrayError, UnsupportedKernelError
 from . import cache
 from . import layout as L
 from .compiler import cuda_typecheck
+from .eager import c_convert
 from .kernel import SimKernel
 from .lowlevel import Trap
 from .memory import DeviceArray, DeviceMemory
@@ -411,10 +412,7 @@ def _as_declared(kernel: SimKernel, k: int, value: Any) -> Any:
         return value
     declared = kernel.argtypes[k]
     if isinstance(declared, (numba.types.Number, numba.types.Boolean)):
-        # a C conversion, as Numba's: integers wrap (0xFFFFFFFF as int32 is -1), floats truncate
-        dtype = numba.np.numpy_support.as_dtype(declared)
-        with np.errstate(all="ignore"):
-            return np.asarray(value).astype(dtype)[()]
+        return c_convert(value, numba.np.numpy_support.as_dtype(declared))
     return value
 
 

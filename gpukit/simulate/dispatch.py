@@ -286,6 +286,8 @@ def _convert(args: tuple, signatures: list) -> tuple:
 def _fit(ty: Any, value: Any) -> tuple[bool, Any]:
     from numba.core import types
     from numba.np.numpy_support import as_dtype
+
+    from ..sim.eager import c_convert
     if isinstance(ty, types.Array):
         if not isinstance(value, (np.ndarray, DeviceArray)):
             return False, value
@@ -300,7 +302,7 @@ def _fit(ty: Any, value: Any) -> tuple[bool, Any]:
         if isinstance(value, (complex, np.complexfloating)) and \
                 not isinstance(ty, types.Complex):
             return False, value
-        return True, as_dtype(ty).type(value)
+        return True, c_convert(value, as_dtype(ty))
     return True, value
 
 
