@@ -314,6 +314,36 @@ def test_records(be):
     assert after["x"].tolist() == [0.0, 0.0, 0.0]
 
 
+PARTICLE = np.dtype([("id", np.int32), ("pos", np.float32, (3,)), ("m", np.float32, (2, 2))])
+
+
+def particle_fields(parts, out):
+    i = cuda.grid(1)
+    p = parts[i]
+    out[i] = p.pos[0] + p["pos"][2] + p.m[1, 0] + p[0]  # p[0]: the first field, by position
+    p.pos[1] = p.id * 10.0
+    p["m"][0, 1] = -1.0
+
+
+def particle_overrun(parts, out):
+    i = cuda.grid(1)
+    out[i] = parts[i].pos[3]
+
+
+def test_array_fields_of_records_are_read_and_written_in_place(be):
+    parts = np.zeros(4, PARTICLE)
+    parts["id"] = np.arange(4)
+    parts["pos"] = np.arange(12, dtype=np.float32).reshape(4, 3)
+    parts["m"][:, 1, 0] = 0.5
+    (after, out) = run(be, particle_fields, 1, 4, parts.copy(), np.zeros(4))
+    np.testing.assert_array_equal(
+        out, parts["pos"][:, 0] + parts["pos"][:, 2] + 0.5 + parts["id"])
+    np.testing.assert_array_equal(after["pos"][:, 1], parts["id"] * 10.0)
+    np.testing.assert_array_equal(after["m"][:, 0, 1], -1.0)
+    with pytest.raises(OutOfBoundsError, match=r"parts\[i\]\.pos\[3\].* at 3, outside 0\.\.2"):
+        run(be, particle_overrun, 1, 4, parts, np.zeros(4))
+
+
 class Colour(enum.Enum):
     red = 1
     green = 2

@@ -472,8 +472,11 @@ def _ol_ld(c, obj, idx, site, d, n):
         if n == obj.ndim:
             return _impl_for(n, False, isinstance(idx, types.BaseTuple), _direct(obj))
         return None  # a view: the overload below
-    if isinstance(obj, types.Record) and isinstance(idx, types.StringLiteral):
-        return _field_load(obj, idx.literal_value)
+    field = _field(obj, idx)
+    if field is not None:
+        if isinstance(obj.typeof(field), types.NestedArray):
+            return None  # an array field: a view (below)
+        return _field_load(obj, field)
     return lambda c, obj, idx, site, d, n: obj[idx]
 
 
@@ -481,6 +484,21 @@ def _ol_ld(c, obj, idx, site, d, n):
 def _ol_ld_view(c, obj, idx, site, d, n):
     if isinstance(obj, types.Array) and _full_index(idx) < obj.ndim:
         return lambda c, obj, idx, site, d, n: view(c, obj, idx, site)
+    field = _field(obj, idx)
+    if field is not None and isinstance(obj.typeof(field), types.NestedArray):
+        return lambda c, obj, idx, site, d, n: obj[field]  # its elements are checked when used
+    return None
+
+
+def _field(obj, idx) -> str | None:
+    """The record field `obj[idx]` names (by name or by position), or None."""
+    if not isinstance(obj, types.Record):
+        return None
+    if isinstance(idx, types.StringLiteral):
+        return idx.literal_value
+    if isinstance(idx, types.IntegerLiteral) and -len(obj.fields) <= idx.literal_value \
+            < len(obj.fields):
+        return list(obj.fields)[idx.literal_value]
     return None
 
 
@@ -492,8 +510,9 @@ def _ol_st(c, obj, idx, value, site, d, n):
             return _impl_for(n, True, isinstance(idx, types.BaseTuple), _direct(obj))
         raise TypingError("gpukit: assigning to a slice of an array inside a kernel is not "
                           "supported by numba-cuda either; assign element by element")
-    if isinstance(obj, types.Record) and isinstance(idx, types.StringLiteral):
-        return _field_store(obj, idx.literal_value)
+    field = _field(obj, idx)
+    if field is not None:
+        return _field_store(obj, field)
 
     def impl(c, obj, idx, value, site, d, n):
         obj[idx] = value
@@ -536,7 +555,7 @@ def _field_load(rec: types.Record, name: str):
 
     def impl(c, obj, idx, site, d, n):
         touch(c, site, NODESC, record_addr(obj) + offset, size, L.KIND_READ, False)
-        return obj[idx]
+        return obj[name]
     return impl
 
 
@@ -544,8 +563,8 @@ def _field_store(rec: types.Record, name: str):
     offset, size = rec.offset(name), _field_size(rec, name)
 
     def impl(c, obj, idx, value, site, d, n):
-        old = obj[idx]
-        obj[idx] = value
+        old = obj[name]
+        obj[name] = value
         touch(c, site, NODESC, record_addr(obj) + offset, size, L.KIND_WRITE,
-              same_bits(old, obj[idx]))
+              same_bits(old, obj[name]))
     return impl

@@ -87,6 +87,8 @@ def _ol_getattr(c, obj, name, site):
     if attr is None:
         raise TypingError("gpukit: attribute names must be constants")
     if isinstance(obj, types.Record) and attr in obj.fields:
+        if isinstance(obj.typeof(attr), types.NestedArray):
+            return None  # an array field: the overload below
         offset, size = obj.offset(attr), _field_size(obj, attr)
         key = ("get", attr)
         if key not in _ATTR_IMPLS:
@@ -102,6 +104,20 @@ def _ol_getattr(c, obj, name, site):
         exec(f"def impl(c, obj, name, site):\n    return obj.{attr}", ns)  # noqa: S102
         _ATTR_IMPLS[key] = ns["impl"]
     return _ATTR_IMPLS[key]
+
+
+@overload(getattr_, jit_options={'forceinline': True, '_nrt': True})  # it returns an array
+def _ol_getattr_array_field(c, obj, name, site):
+    attr = getattr(name, "literal_value", None)
+    if isinstance(obj, types.Record) and attr in obj.fields and \
+            isinstance(obj.typeof(attr), types.NestedArray):
+        key = ("array field", attr)
+        if key not in _ATTR_IMPLS:  # a view of the record's memory: its elements are checked
+            ns: dict = {}           # where they are read and written
+            exec(f"def impl(c, obj, name, site):\n    return obj.{attr}", ns)  # noqa: S102
+            _ATTR_IMPLS[key] = ns["impl"]
+        return _ATTR_IMPLS[key]
+    return None
 
 
 @overload(setattr_, jit_options={'forceinline': True})
