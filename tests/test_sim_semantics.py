@@ -631,6 +631,36 @@ def test_intrinsics_and_device_functions_pass_as_arguments(be):
     np.testing.assert_array_equal(synced, np.full(n, n))  # every add done before the barrier
 
 
+def shape_from_a_local_constant(out):
+    n = 48
+    tile = cuda.shared.array(n, numba.int32)
+    local = cuda.local.array(n, numba.int32)
+    t = cuda.threadIdx.x
+    local[t] = t
+    tile[t] = local[t] * 2
+    cuda.syncthreads()
+    out[t] = tile[(t + 24) % n]
+
+
+def test_a_shape_from_a_local_assigned_a_constant_once_is_a_constant(be):
+    # numba-cuda infers n's constant; `n // 2` as a shape it rejects, and so does gpukit
+    (out,) = run(be, shape_from_a_local_constant, 1, 48, np.zeros(48, np.int32))
+    assert out.tolist() == [2 * ((t + 24) % 48) for t in range(48)]
+
+
+def shape_from_a_changing_local(out):
+    n = 16
+    n += 1
+    tile = cuda.shared.array(n, numba.int32)
+    out[0] = tile.shape[0]
+
+
+def test_a_shape_from_a_local_assigned_twice_is_refused_as_numba_cuda_refuses_it(be):
+    with pytest.raises(UnsupportedKernelError, match="a shape that is not a compile-time "
+                                                      "constant"):
+        run(be, shape_from_a_changing_local, 1, 1, np.zeros(1, np.int32))
+
+
 @cuda.jit(device=True)
 def block_sum(values, n, dtype):
     """A shared array whose size and type come from the caller, as constants."""

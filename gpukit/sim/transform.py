@@ -225,6 +225,18 @@ class UnitRewriter:
         self._resolved: dict[str, Any] = {}
 
     # -- names ----------------------------------------------------------------------------
+    def single_value(self, name: str) -> ast.expr | None:
+        """The value of local `name` where one plain `name = value` statement is its only
+        assignment (so `N = 100; cuda.shared.array(N, ...)` has a constant shape, as Numba
+        infers it), else None."""
+        if name not in self._assigned_once or name in self.params:
+            return None
+        for node in ast.walk(self.fn):
+            if isinstance(node, ast.Assign) and len(node.targets) == 1 and \
+                    isinstance(node.targets[0], ast.Name) and node.targets[0].id == name:
+                return node.value
+        return None
+
     def local(self, name: str) -> str:
         return self.prefix + name if self.prefix else name
 
@@ -1135,6 +1147,9 @@ class _ExprRewriter(ast.NodeTransformer):
         static = self.rw.resolve(node)
         if static is not None:
             return static.obj
+        value = self.rw.single_value(node.id) if isinstance(node, ast.Name) else None
+        if value is not None:
+            return self._static_value(value, what)
         if isinstance(node, ast.BinOp):
             code = compile(ast.Expression(body=_ConstFolder(self.rw).visit(copy.deepcopy(node))),
                            "<shape>", "eval")
