@@ -12,6 +12,9 @@
   and result types are asked of numba-cuda's typing context) and whose value is the CPU's.
   These functions are exact in IEEE arithmetic except the transcendental ones, whose last bit is
   the C library's on the CPU (and libdevice's on a GPU, which is out of scope here).
+- `round(x, ndigits)` of a float is `ORACLE_ROUND`: numba-cuda lowers it with CPython's
+  fallback `double_round` (scale by 10**ndigits in double precision, round half to even, scale
+  back); Numba's CPU target scales in x's own type, so float32 values can differ.
 """
 
 from __future__ import annotations
@@ -204,3 +207,46 @@ def _stand_in(name: str) -> Callable:
 
 
 ORACLE_MATH: dict[str, Callable] = {name: _stand_in(name) for name in MATH_UNARY + MATH_BINARY}
+
+
+def _int64(y: float) -> int:
+    return 2 ** 63 - 1 if y >= 2.0 ** 63 else -2 ** 63 if y <= -2.0 ** 63 else round(y)
+
+
+def _double_round(x: float, ndigits: int) -> float:
+    """CPython's fallback double_round (Objects/floatobject.c), in double precision."""
+    if math.isinf(x) or math.isnan(x):
+        return x
+    if ndigits >= 0:
+        pow1, pow2 = (10.0 ** (ndigits - 22), 1e22) if ndigits > 22 else (10.0 ** ndigits, 1.0)
+        y = (x * pow1) * pow2
+        if math.isinf(y):
+            return x
+    else:
+        pow1, pow2 = 10.0 ** -ndigits, 1.0
+        y = x / pow1
+    z = float(_int64(y))  # round(y) is an int64 in the lowering; a GPU's conversion saturates
+    if math.fabs(y - z) == 0.5:
+        z = 2.0 * _int64(y / 2.0)
+    return (z / pow2) / pow1 if ndigits >= 0 else z * pow1
+
+
+_int64 = numba.njit(_int64)
+_double_round_jit = numba.njit(_double_round)
+
+
+def oracle_round(x: Any, ndigits: Any = None) -> Any:
+    raise NotImplementedError("runs only in compiled code")
+
+
+@overload(oracle_round)
+def _ol_oracle_round(x, ndigits=None):
+    if isinstance(x, types.Float) and isinstance(ndigits, types.Integer):
+        result = x
+        return lambda x, ndigits=None: result(_double_round_jit(types.float64(x), ndigits))
+    if ndigits is None or isinstance(ndigits, (types.NoneType, types.Omitted)):
+        return lambda x, ndigits=None: round(x)
+    return lambda x, ndigits=None: round(x, ndigits)
+
+
+ORACLE_ROUND = oracle_round

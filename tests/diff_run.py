@@ -8,7 +8,8 @@ needs a real file):
   arrays' dtypes, so that the kernel stores every result without a conversion) and `kernel`;
 - the oracle module: the same functions under `numba.njit(error_model="numpy")` (numba-cuda's
   error model without debug), `thread` taking the thread index `i` as a parameter,
-  `cuda.local.array` as `np.empty` and `math.f` as `ORACLE_MATH["f"]` (see diff_oracle).
+  `cuda.local.array` as `np.empty`, `math.f` as `ORACLE_MATH["f"]` and `round` as `ORACLE_ROUND`
+  (see diff_oracle).
 
 Then: numba-cuda types `thread`. If it rejects it, gpukit must reject the kernel with
 `KernelTypingError`. Otherwise the oracle's types must equal numba-cuda's (else the oracle is
@@ -103,7 +104,8 @@ def render(program: Program) -> tuple[str, str]:
     kernel_text = "\n".join(kernel) + "\n"
 
     used = sorted(set(re.findall(r"\bmath\.(\w+)\(", kernel_text)))
-    oracle = [*HEADER, "from diff_oracle import ORACLE_MATH", ""]
+    oracle = [*HEADER, "from diff_oracle import ORACLE_MATH, ORACLE_ROUND", "",
+              "cu_round = ORACLE_ROUND"]
     oracle += [f'cu_{name} = ORACLE_MATH["{name}"]' for name in used]
     for dev in program.devices:
         oracle += ["", "", '@numba.njit(error_model="numpy")',
@@ -113,6 +115,7 @@ def render(program: Program) -> tuple[str, str]:
                f"def thread({', '.join(['i', *args])}):", *indent(program.body), f"    {ret}"]
     oracle_text = "\n".join(oracle) + "\n"
     oracle_text = re.sub(r"\bmath\.(\w+)\(", r"cu_\1(", oracle_text)
+    oracle_text = re.sub(r"(?<![\w.])round\(", "cu_round(", oracle_text)
     oracle_text = oracle_text.replace("cuda.local.array(", "np.empty(")
     return kernel_text, oracle_text
 

@@ -307,6 +307,16 @@ def round_to(x, ndigits):
 
 
 @register_jitable
+def _round_int64(y):
+    # round(y) of a float64 is an int64; the GPU's conversion saturates where the CPU's wraps
+    if y >= 9.223372036854775807e18:
+        return 9223372036854775807
+    if y <= -9.223372036854775808e18:
+        return -9223372036854775808
+    return round(y)
+
+
+@register_jitable
 def _round_ndigits(x, ndigits):
     # numba-cuda's algorithm (cudaimpl.round_to_impl: CPython's fallback double_round), whose
     # products are float64 even for a float32 x; Numba's CPU target scales in x's own type
@@ -326,9 +336,9 @@ def _round_ndigits(x, ndigits):
         pow1 = 10.0 ** (-ndigits)
         pow2 = 1.0
         y = x / pow1
-    z = round(y)
+    z = _round_int64(y)
     if math.fabs(y - z) == 0.5:
-        z = 2.0 * round(y / 2.0)  # halfway: round half to even
+        z = 2.0 * _round_int64(y / 2.0)  # halfway: round half to even
     if ndigits >= 0:
         return (z / pow2) / pow1
     return z * pow1
