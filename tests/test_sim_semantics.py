@@ -14,6 +14,7 @@ import numba
 import numpy as np
 import pytest
 from numba import cuda
+from numba.cuda.misc.special import literal_unroll  # numba-cuda's, as kernels import it
 
 from gpukit.backends.cpu import CPUBackend
 from gpukit.errors import (
@@ -855,3 +856,21 @@ def uses_a_global_arrays_methods(out):
 def test_methods_of_a_global_array_are_called_in_the_kernel(be):
     (out,) = run(be, uses_a_global_arrays_methods, 1, 1, np.zeros(1))
     assert out[0] == 72  # (4 + 2 + 1) * 10 + the index of 1.0 in [4, 2, 1]
+
+
+CASES = (np.float64([3.0, -1.0, 2.5]), np.float64([[0.0, 7.0], [1.0, 0.0]]))
+
+
+def reductions_of_global_arrays(out):
+    i = 0
+    for case in literal_unroll(CASES):  # a tuple of arrays of different dimensions
+        out[i, 0] = case.max()
+        out[i, 1] = case.copy().sum()
+        i += 1  # noqa: SIM113 - Numba unrolls the loop over literal_unroll as written
+
+
+def test_kernels_that_allocate_run_when_numba_cudas_runtime_is_on(be, monkeypatch):
+    from numba.cuda import config
+    monkeypatch.setattr(config, "CUDA_ENABLE_NRT", True)
+    (out,) = run(be, reductions_of_global_arrays, 1, 1, np.zeros((2, 2)))
+    assert out.tolist() == [[a.max(), a.sum()] for a in CASES]

@@ -383,3 +383,26 @@ def test_a_race_is_reported_with_both_threads():
         warnings.simplefilter("ignore")
         with pytest.raises(RaceConditionError, match=re.escape("[kernel 'racy', thread")):
             racy[1, 2](cuda.device_array(1, np.int64))
+
+
+def test_numba_cudas_runtime_statistics_count_what_simulated_kernels_allocate(monkeypatch):
+    from numba.cuda import config
+    from numba.cuda.memory_management.nrt import rtsys
+    monkeypatch.setattr(config, "CUDA_ENABLE_NRT", True)
+    with gpukit.simulate():
+        @cuda.jit
+        def scratch(out):
+            tmp = np.zeros(4)  # allocated by the runtime, freed at the end of the thread
+            tmp[1] = 2.0
+            out[cuda.threadIdx.x] = tmp.sum()
+
+        rtsys.ensure_allocated()  # nothing to set up on the simulator
+        rtsys.memsys_enable_stats()
+        assert rtsys.memsys_stats_enabled()
+        before = rtsys.get_allocation_stats()
+        out = np.zeros(8)
+        scratch[1, 8](out)
+        after = rtsys.get_allocation_stats()
+        rtsys.memsys_disable_stats()
+    assert out.tolist() == [2.0] * 8
+    assert after.alloc - before.alloc == after.free - before.free >= 8  # one per thread

@@ -39,7 +39,15 @@ from .transform import (
     unbound_args,
 )
 
-_JIT = {"error_model": "numpy", "nogil": True, "_nrt": False}
+_JIT = {"error_model": "numpy", "nogil": True}
+
+
+def jit_options() -> dict[str, Any]:
+    """Numba's options for the simulator's compiled code. Numba's runtime (arrays allocated in
+    a kernel: `np.zeros`, `a.copy()`, reductions over views) is on exactly when numba-cuda's
+    is (`numba.cuda.config.CUDA_ENABLE_NRT`), as kernels that allocate need it on a GPU too."""
+    from numba.cuda import config
+    return {**_JIT, "_nrt": bool(config.CUDA_ENABLE_NRT)}
 MAX_RECURSIVE_FRAME = 64 * 1024  # local memory per thread when device functions recurse
 
 RUNTIME: dict[str, Any] = {

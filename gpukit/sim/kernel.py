@@ -16,7 +16,14 @@ import numba
 
 from ..errors import UnsupportedKernelError
 from . import cache, names, overloads
-from .compiler import _JIT, MAX_RECURSIVE_FRAME, RUNTIME, KernelBuilder, driver_source, runtime
+from .compiler import (
+    MAX_RECURSIVE_FRAME,
+    RUNTIME,
+    KernelBuilder,
+    driver_source,
+    jit_options,
+    runtime,
+)
 from .transform import Unit
 
 
@@ -73,7 +80,8 @@ class SimKernel:
         self.driver_source = driver_source(list(self.param_names), self.generator,
                                            len(self.slots), self.regions)
         # what the compiled code depends on (None: a global that cannot be fingerprinted)
-        self.key = cache.content_key(self.units, self.driver_source, _JIT)
+        self.jit_options = jit_options()
+        self.key = cache.content_key(self.units, self.driver_source, self.jit_options)
 
     def without_regions(self) -> None:
         """Run as generators from now on: a value the kernel keeps across a barrier is not a
@@ -143,7 +151,7 @@ def _compile(kernel: SimKernel) -> Any:
         namespace.setdefault("math", math)
         code = compile(unit.source, f"<gpukit {kernel.name}: {unit.py_func.__name__}>", "exec")
         exec(code, namespace)  # noqa: S102 - the rewritten kernel
-        options = dict(_JIT)
+        options = dict(kernel.jit_options)
         if unit.is_kernel and (not unit.generator or unit.region_vars is not None):
             options["forceinline"] = True
         compiled[unit.name] = numba.njit(**options)(namespace[unit.name])
@@ -158,7 +166,7 @@ def _compile(kernel: SimKernel) -> Any:
     code, on_disk = cache.driver_code(kernel.key, kernel.driver_source,
                                       f"<gpukit {kernel.name}: driver>")
     exec(code, namespace)  # noqa: S102 - the generated driver
-    return numba.njit(cache=on_disk, **_JIT)(namespace["_g_drive"])
+    return numba.njit(cache=on_disk, **kernel.jit_options)(namespace["_g_drive"])
 
 
 def param_usage(unit: Unit, params: tuple[str, ...]) -> dict[str, tuple[bool, bool]]:

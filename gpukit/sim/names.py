@@ -143,6 +143,18 @@ def device_function(obj: Any) -> pytypes.FunctionType | None:
     return None
 
 
+def numba_equivalent(obj: Any) -> Any:
+    """Numba's own object for numba-cuda's copy of one of its compile-time helpers
+    (`numba.cuda.misc.special.literal_unroll`, `literally`), which the simulator's CPU compile
+    understands; None for anything else."""
+    name = getattr(obj, "__name__", None)
+    if getattr(obj, "__module__", None) == "numba.cuda.misc.special" and \
+            name in ("literal_unroll", "literally"):
+        import numba
+        return getattr(numba, name)
+    return None
+
+
 def is_device_array(obj: Any) -> bool:
     """A device array captured by a kernel as a global (gpukit's or numba-cuda's)."""
     return hasattr(obj, "__cuda_array_interface__") or type(obj).__name__ == "DeviceArray"

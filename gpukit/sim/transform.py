@@ -26,6 +26,7 @@ import types as pytypes
 from dataclasses import dataclass, field
 from typing import Any
 
+import numba
 import numpy as np
 
 from ..errors import UnsupportedKernelError
@@ -633,6 +634,13 @@ class UnitRewriter:
                             body=[tick, *target_defs, *self.body(node.body)], orelse=[])]
         if func is not None and func.obj in (enumerate, zip) and not it.keywords:
             return self._indexed_loop(node, tick)
+        unroll = names.numba_equivalent(func.obj) or func.obj if func is not None else None
+        if unroll is numba.literal_unroll and len(it.args) == 1 and not it.keywords:
+            # Numba compiles the body once per item type: the loop stays as written
+            new_iter = _call(self.constant(unroll, "literal_unroll").id, self.expr(it.args[0]))
+            return [ast.For(target=self._target(node.target), iter=new_iter,
+                            body=[tick, *self._target_defs(node.target), *self.body(node.body)],
+                            orelse=[])]
         # iterating over an array or a tuple: index it, so reads are checked
         seq = self.build.fresh("s")
         k = self.build.fresh("k")
@@ -1010,6 +1018,7 @@ class _ExprRewriter(ast.NodeTransformer):
         if names.is_device_array(obj):
             raise self.rw._unsupported(node, "a device array captured as a global (pass it as "
                                              "an argument)")
+        obj = names.numba_equivalent(obj) or obj
         if callable(obj) and (getattr(obj, "__module__", None) or "").startswith("numba.cuda") \
                 and not (isinstance(obj, type) and issubclass(obj, enum.Enum)):
             what = "cooperative groups (grid-wide sync)" if ".cg" in obj.__module__ else \
@@ -1061,7 +1070,10 @@ class _ExprRewriter(ast.NodeTransformer):
         static = self.rw.resolve(node.func)
         if static is not None:
             return self._static_call(static, node)
-        node.func = self.visit(node.func)
+        if isinstance(node.func, ast.Attribute):  # a method (a.max(), x.conjugate()): no
+            node.func.value = self.visit(node.func.value)  # memory read of its own, so not
+        else:                                               # through getattr_ (record fields)
+            node.func = self.visit(node.func)
         node.args = [self.visit(a) for a in node.args]
         node.keywords = [ast.keyword(arg=k.arg, value=self.visit(k.value))
                          for k in node.keywords]

@@ -12,9 +12,11 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-# (module, "CUDADispatcher" or "Driver", attribute, replacement in gpukit.simulate, why)
+# (module, "CUDADispatcher", "Driver" or "_Runtime", attribute, replacement in gpukit.simulate,
+#  why)
 _HOST = "host_api"
 _DISPATCH = "dispatch"
+_NRT = "nrt"
 _NAMES_HOST = (
     "is_available", "cuda_error", "is_supported_version", "detect", "list_devices",
     "select_device", "get_current_device", "current_context", "close", "synchronize",
@@ -59,6 +61,16 @@ PATCHED: list[tuple[str, str, str, str, str]] = [
         "compiling for a GPU (or a KeyError for a signature it never compiled)"))
       for name in ("inspect_asm", "inspect_llvm", "inspect_lto_ptx", "inspect_sass",
                    "inspect_sass_cfg")],
+    *[("_Runtime", name, _NRT, "nothing",
+       ("numba-cuda's NRT memory system lives on a GPU; the simulator's kernels allocate "
+        "through Numba's CPU runtime, which needs no setting up"))
+      for name in ("ensure_allocated", "allocate", "ensure_initialized", "initialize",
+                   "set_memsys_to_module")],
+    *[("_Runtime", name, _NRT, name,
+       "NRT statistics are those of Numba's CPU runtime, which the simulator's kernels use")
+      for name in ("memsys_enable_stats", "memsys_disable_stats", "memsys_stats_enabled",
+                   "get_allocation_stats", "memsys_get_stats_alloc", "memsys_get_stats_free",
+                   "memsys_get_stats_mi_alloc", "memsys_get_stats_mi_free", "print_memsys")],
 ]
 
 _MISSING = object()
@@ -73,15 +85,18 @@ def _target(where: str) -> Any:
     if where == "Driver":
         from numba.cuda.cudadrv.driver import Driver
         return Driver
+    if where == "_Runtime":
+        from numba.cuda.memory_management.nrt import _Runtime
+        return _Runtime
     __import__(where)
     return sys.modules[where]
 
 
 def _replacement(module: str, name: str) -> Any:
-    from . import dispatch, host_api
+    from . import dispatch, host_api, nrt
     if module == "":
         return _GpusProxy()
-    return getattr({_HOST: host_api, _DISPATCH: dispatch}[module], name)
+    return getattr({_HOST: host_api, _DISPATCH: dispatch, _NRT: nrt}[module], name)
 
 
 class _GpusProxy:
