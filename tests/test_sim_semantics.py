@@ -874,3 +874,16 @@ def test_kernels_that_allocate_run_when_numba_cudas_runtime_is_on(be, monkeypatc
     monkeypatch.setattr(config, "CUDA_ENABLE_NRT", True)
     (out,) = run(be, reductions_of_global_arrays, 1, 1, np.zeros((2, 2)))
     assert out.tolist() == [[a.max(), a.sum()] for a in CASES]
+
+
+def shape_from_locals_defined_by_each_other(out):
+    n = m  # noqa: F821 - m is assigned only below: no constant (UnboundLocalError in Python)
+    m = n
+    tile = cuda.shared.array(m, numba.int32)
+    out[0] = tile.shape[0]
+
+
+def test_locals_defined_by_each_other_are_no_constant_shape(be):
+    with pytest.raises(UnsupportedKernelError, match="a shape that is not a compile-time "
+                                                      "constant"):
+        run(be, shape_from_locals_defined_by_each_other, 1, 1, np.zeros(1, np.int32))

@@ -48,6 +48,8 @@ def jit_options() -> dict[str, Any]:
     is (`numba.cuda.config.CUDA_ENABLE_NRT`), as kernels that allocate need it on a GPU too."""
     from numba.cuda import config
     return {**_JIT, "_nrt": bool(config.CUDA_ENABLE_NRT)}
+
+
 MAX_RECURSIVE_FRAME = 64 * 1024  # local memory per thread when device functions recurse
 
 RUNTIME: dict[str, Any] = {

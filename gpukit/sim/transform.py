@@ -634,7 +634,7 @@ class UnitRewriter:
                             body=[tick, *target_defs, *self.body(node.body)], orelse=[])]
         if func is not None and func.obj in (enumerate, zip) and not it.keywords:
             return self._indexed_loop(node, tick)
-        unroll = names.numba_equivalent(func.obj) or func.obj if func is not None else None
+        unroll = (names.numba_equivalent(func.obj) or func.obj) if func is not None else None
         if unroll is numba.literal_unroll and len(it.args) == 1 and not it.keywords:
             # Numba compiles the body once per item type: the loop stays as written
             new_iter = _call(self.constant(unroll, "literal_unroll").id, self.expr(it.args[0]))
@@ -1150,18 +1150,18 @@ class _ExprRewriter(ast.NodeTransformer):
                          *tail)
         return _call(P + "atomic_" + name, _name(CTX), *args, *tail)
 
-    def _static_value(self, node: ast.expr, what: str) -> Any:
+    def _static_value(self, node: ast.expr, what: str, seen: frozenset = frozenset()) -> Any:
         """Evaluate a shape or dtype argument at compile time (numba-cuda needs constants)."""
         if isinstance(node, ast.Constant):
             return node.value
         if isinstance(node, (ast.Tuple, ast.List)):
-            return tuple(self._static_value(e, what) for e in node.elts)
+            return tuple(self._static_value(e, what, seen) for e in node.elts)
         static = self.rw.resolve(node)
         if static is not None:
             return static.obj
         value = self.rw.single_value(node.id) if isinstance(node, ast.Name) else None
-        if value is not None:
-            return self._static_value(value, what)
+        if value is not None and node.id not in seen:  # `n = m; m = n` is no constant
+            return self._static_value(value, what, seen | {node.id})
         if isinstance(node, ast.BinOp):
             code = compile(ast.Expression(body=_ConstFolder(self.rw).visit(copy.deepcopy(node))),
                            "<shape>", "eval")
