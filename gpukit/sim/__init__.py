@@ -1,7 +1,7 @@
 """The GPU simulator behind CPUBackend: kernels compiled by Numba, run thread by thread, checked.
 
-`kernel` (with `compiler`, `transform`, `names`, `source`, `regions`) turns a Numba CUDA kernel
-into compiled code; `launch` runs a launch (`sync` schedules threads at barriers and warp
+`kernel` (with `compiler`, `transform`, `names`, `source`, `exec_sources`, `regions`,
+`overloads`) turns a Numba CUDA kernel into compiled code; `launch` runs a launch (`sync` schedules threads at barriers and warp
 intrinsics, `regions` splits barrier-only kernels into per-thread loops between barriers;
 `access`, `atomics`, `intrinsics`, `runtime`, `vectors` and `eager` are what the compiled code
 calls; `report` words errors); `memory` is the simulated device memory and `streams` its modeled
