@@ -656,10 +656,19 @@ def shape_from_a_changing_local(out):
     out[0] = tile.shape[0]
 
 
-def test_a_shape_from_a_local_assigned_twice_is_refused_as_numba_cuda_refuses_it(be):
+def shape_from_locals_defined_by_each_other(out):
+    n = m  # noqa: F821 - m is assigned only below: no constant (UnboundLocalError in Python)
+    m = n
+    tile = cuda.shared.array(m, numba.int32)
+    out[0] = tile.shape[0]
+
+
+@pytest.mark.parametrize("kernel", [shape_from_a_changing_local,
+                                    shape_from_locals_defined_by_each_other])
+def test_a_shape_from_a_local_that_is_no_constant_is_refused_as_numba_cuda_refuses_it(be, kernel):
     with pytest.raises(UnsupportedKernelError, match="a shape that is not a compile-time "
                                                       "constant"):
-        run(be, shape_from_a_changing_local, 1, 1, np.zeros(1, np.int32))
+        run(be, kernel, 1, 1, np.zeros(1, np.int32))
 
 
 @cuda.jit(device=True)
@@ -874,16 +883,3 @@ def test_kernels_that_allocate_run_when_numba_cudas_runtime_is_on(be, monkeypatc
     monkeypatch.setattr(config, "CUDA_ENABLE_NRT", True)
     (out,) = run(be, reductions_of_global_arrays, 1, 1, np.zeros((2, 2)))
     assert out.tolist() == [[a.max(), a.sum()] for a in CASES]
-
-
-def shape_from_locals_defined_by_each_other(out):
-    n = m  # noqa: F821 - m is assigned only below: no constant (UnboundLocalError in Python)
-    m = n
-    tile = cuda.shared.array(m, numba.int32)
-    out[0] = tile.shape[0]
-
-
-def test_locals_defined_by_each_other_are_no_constant_shape(be):
-    with pytest.raises(UnsupportedKernelError, match="a shape that is not a compile-time "
-                                                      "constant"):
-        run(be, shape_from_locals_defined_by_each_other, 1, 1, np.zeros(1, np.int32))
