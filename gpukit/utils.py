@@ -1,5 +1,5 @@
 """Small helpers written once for all of gpukit: integer ceilings, byte sizes in words, strides,
-and the checks of plain numeric arguments (counts, sizes, seconds).
+the checks of plain numeric arguments (counts, sizes, seconds), and the items of nested tuples.
 
 Pure functions on Python ints; nothing here knows about GPUs (device facts live in
 `gpukit.devices`). The simulator package (`gpukit.sim`) keeps its own copies, so that it imports
@@ -16,7 +16,7 @@ from typing import Any
 from .errors import ArgumentTypeError, InvalidArgumentError
 
 __all__ = ["BYTE_UNITS", "as_choice", "as_int", "as_number", "c_strides", "ceil_div",
-           "f_strides", "format_bytes", "round_up", "size_text"]
+           "f_strides", "format_bytes", "map_tuple", "round_up", "size_text", "tuple_items"]
 
 # Binary units, largest first: what byte counts are written in.
 BYTE_UNITS = (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10))
@@ -118,3 +118,20 @@ def _bound(minimum: float | None, positive: bool) -> str:
     if positive:
         return " > 0"
     return "" if minimum is None else f" >= {minimum:g}"
+
+
+def tuple_items(label: str, value: Any) -> list[tuple[str, Any]]:
+    """(label, item) for the items of a (nested) tuple, labelled as `x[1][0]`; anything else is
+    its own single item. Kernel arguments may be such tuples (of arrays and numbers)."""
+    if isinstance(value, tuple):
+        return [item for i, v in enumerate(value) for item in tuple_items(f"{label}[{i}]", v)]
+    return [(label, value)]
+
+
+def map_tuple(label: str, value: Any, fn: Any) -> Any:
+    """`value` with each item (see tuple_items) replaced by fn(label, item); a namedtuple stays
+    of its class."""
+    if not isinstance(value, tuple):
+        return fn(label, value)
+    items = [map_tuple(f"{label}[{i}]", v, fn) for i, v in enumerate(value)]
+    return type(value)(*items) if hasattr(value, "_fields") else tuple(items)

@@ -43,6 +43,12 @@ def add_one(x, out):
         out[i] = x[i] + 1
 
 
+def add_pair(out, pair, offsets):
+    i = cuda.grid(1)
+    if i < out.size:
+        out[i] = pair[0][i] + pair[1][i] + offsets[1][0]
+
+
 def scale_2d(a, out):
     col, row = cuda.grid(2)
     if row < out.shape[0] and col < out.shape[1]:
@@ -258,6 +264,24 @@ def check_host_arrays_in_launches(backend):
         ("d2h", 16, True), ("d2h", 16, True), ("h2d", 16, True), ("h2d", 16, True)]
 
 
+def check_tuples_of_arrays_and_numbers(backend):
+    """numba-cuda takes tuples of arrays and (nested, even empty) tuples of numbers."""
+    a = np.arange(4, dtype=np.float32)
+    out = backend.allocate(4, np.float32)
+    backend.launch_kernel(add_pair, 1, 4, out, (backend.to_device(a), backend.to_device(a)),
+                          ((), (10, 20)))
+    np.testing.assert_array_equal(backend.to_host(out), 2 * a + 10)
+    b = np.zeros(4, np.float32)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        backend.launch_kernel(add_pair, 1, 4, b, (a, a + 1), ((), (5,)))
+    np.testing.assert_array_equal(b, 2 * a + 6)  # host arrays in tuples are copied back too
+    assert [str(w.message) for w in caught if w.category is ImplicitTransferWarning] == [(
+        "kernel 'add_pair': host arrays passed directly (out, pair[0], pair[1]) are copied to "
+        "the device before the launch and back after it; copy them once with backend.to_device "
+        "to avoid these implicit transfers")]
+
+
 def check_argument_errors(backend):
     out = backend.allocate(4, np.float32)
     with pytest.raises(ArgumentTypeError) as caught:
@@ -265,7 +289,10 @@ def check_argument_errors(backend):
     assert str(caught.value) == (
         "argument 'x' of kernel 'add_one' is a list; kernels take device arrays "
         "(backend.to_device / allocate), numpy arrays (copied implicitly), numbers, or tuples of "
-        "numbers")
+        "these")
+    with pytest.raises(ArgumentTypeError) as caught:
+        backend.launch_kernel(add_pair, 1, 4, out, (out, [1, 2]), ((), (1,)))
+    assert str(caught.value).startswith("argument 'pair[1]' of kernel 'add_pair' is a list; ")
     with pytest.raises(ArgumentTypeError) as caught:
         backend.launch_kernel(add_one, 1, 4, out)
     assert str(caught.value) == "kernel 'add_one' takes 2 arguments (x, out), got 1"

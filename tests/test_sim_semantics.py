@@ -21,6 +21,7 @@ from gpukit.errors import (
     KernelError,
     OutOfBoundsError,
     RaceConditionError,
+    UninitializedMemoryError,
     UnsupportedKernelError,
 )
 
@@ -883,3 +884,65 @@ def test_kernels_that_allocate_run_when_numba_cudas_runtime_is_on(be, monkeypatc
     monkeypatch.setattr(config, "CUDA_ENABLE_NRT", True)
     (out,) = run(be, reductions_of_global_arrays, 1, 1, np.zeros((2, 2)))
     assert out.tolist() == [[a.max(), a.sum()] for a in CASES]
+
+
+def bit_count(ary, c):
+    ary[0] = c.bit_count()
+
+
+@pytest.mark.parametrize("value, want", [
+    (np.uint8(0xFF), 8), (np.uint64(2**64 - 1), 64), (np.int32(-1), 32), (np.int16(-1), 16),
+    (7, 3),
+])
+def test_int_bit_count_counts_set_bits_as_numba_cudas_popc(be, value, want):
+    (ary,) = run(be, bit_count, 1, 1, np.zeros(1, np.int32), scalars=(value,))
+    assert ary[0] == want
+
+
+def test_int_bit_count_stays_a_kernel_method_not_one_of_numbas_cpu_target(be):
+    run(be, bit_count, 1, 1, np.zeros(1, np.int32), scalars=(3,))  # declared in the simulator
+    with pytest.raises(numba.core.errors.TypingError, match="Unknown attribute 'bit_count'"):
+        numba.njit(lambda c: c.bit_count())(3)
+
+
+def tuple_oob(x):
+    i = cuda.grid(1)
+    x[0][i] = x[1][i + 1]
+
+
+def tuple_race(x):
+    x[0][0] = cuda.threadIdx.x
+
+
+def tuple_uninit(x):
+    i = cuda.grid(1)
+    x[0][i] = x[1][i]
+
+
+def sum_of_a_tuple(out, arrays):
+    i = cuda.grid(1)
+    acc = 0.0
+    for a in arrays:
+        acc += a[i]
+    out[i] = acc
+
+
+def test_arrays_in_tuple_arguments_compute_as_numba_cuda(be):
+    parts = (np.arange(8.0), np.ones(8), np.full(8, 10.0))
+    out = be.allocate(8, np.float64)
+    be.launch_kernel(sum_of_a_tuple, 1, 8, out, tuple(be.to_device(p) for p in parts))
+    np.testing.assert_array_equal(be.to_host(out), sum(parts))
+
+
+@pytest.mark.parametrize("kernel, error, words", [
+    (tuple_oob, OutOfBoundsError, "'x[1][i + 1]' indexes global array x (shape (8,)) at 8"),
+    (tuple_race, RaceConditionError, "data race on x[0][0]: thread (1, 0, 0) of block (0, 0, 0) "
+                                     "writes it"),
+    (tuple_uninit, UninitializedMemoryError, "'x[1][i]' reads x[1][0], which was never written"),
+])
+def test_arrays_in_tuple_arguments_are_checked_like_any_array(be, kernel, error, words):
+    x = (be.to_device(np.zeros(8)), be.allocate(8, np.float64) if kernel is tuple_uninit
+         else be.to_device(np.ones(8)))
+    with pytest.raises(error) as caught:
+        be.launch_kernel(kernel, 1, 8, x)
+    assert words in str(caught.value)

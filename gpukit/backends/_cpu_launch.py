@@ -23,6 +23,7 @@ from ..sim.launch import run
 from ..sim.memory import DeviceArray
 from ..sim.report import TraceCapacityError
 from ..timing.model import model_launch
+from ..utils import map_tuple, tuple_items
 from ._cpu_kernel import CPUKernel
 from .options import LaunchOptions, launch_options
 from .validate import (
@@ -38,6 +39,10 @@ __all__ = ["launch"]
 def _is_scalar(value: Any) -> bool:
     # enum members too: Numba types an Enum member by its class, an IntEnum one as an integer
     return isinstance(value, (bool, int, float, complex, np.generic, enum.Enum))
+
+
+def _is_array(value: Any) -> bool:
+    return isinstance(value, (DeviceArray, np.ndarray))
 
 
 def launch(backend: Any, kernel: CPUKernel, grid: Any, block: Any, args: tuple,
@@ -91,14 +96,17 @@ def launch(backend: Any, kernel: CPUKernel, grid: Any, block: Any, args: tuple,
 def _device_arguments(backend: Any, kernel: CPUKernel, args: tuple
                       ) -> tuple[list, list[tuple[str, np.ndarray, DeviceArray]]]:
     """The arguments as the simulator takes them: host arrays copied to the device."""
-    values, copies = [], []
-    try:
-        for name, arg in zip(kernel.param_names, args):
-            if isinstance(arg, np.ndarray):
-                device = backend.to_device(arg, implicit=True)
-                copies.append((name, arg, device))
-                arg = device
-            values.append(arg)
+    copies: list[tuple[str, np.ndarray, DeviceArray]] = []
+
+    def on_device(name: str, arg: Any) -> Any:
+        if isinstance(arg, np.ndarray):
+            device = backend.to_device(arg, implicit=True)
+            copies.append((name, arg, device))
+            return device
+        return arg
+
+    try:  # numba-cuda passes tuples of arrays (and of tuples) too
+        values = [map_tuple(name, arg, on_device) for name, arg in zip(kernel.param_names, args)]
     except BaseException:
         for _, _, device in copies:
             backend.free(device)
@@ -171,19 +179,17 @@ def _check_arguments(kernel: CPUKernel, args: tuple) -> None:
         raise ArgumentTypeError(f"kernel '{kernel.name}' takes {len(names)} arguments "
                                 f"({', '.join(names)}), got {len(args)}")
     for name, arg in zip(names, args):
-        for value in arg if isinstance(arg, tuple) else (arg,):
+        for label, value in tuple_items(name, arg):
             if isinstance(value, int) and not -(1 << 63) <= value < (1 << 64):
                 raise ArgumentTypeError(
-                    f"argument '{name}' of kernel '{kernel.name}' holds the integer {value}, "
+                    f"argument '{label}' of kernel '{kernel.name}' holds the integer {value}, "
                     "which no 64-bit integer type holds (Numba types kernel arguments as int64 "
                     "or uint64)")
-        if isinstance(arg, (DeviceArray, np.ndarray)) or _is_scalar(arg) or (
-                isinstance(arg, tuple) and all(map(_is_scalar, arg))):
-            continue
-        raise ArgumentTypeError(
-            f"argument '{name}' of kernel '{kernel.name}' is a {type(arg).__name__}; kernels "
-            "take device arrays (backend.to_device / allocate), numpy arrays (copied "
-            "implicitly), numbers, or tuples of numbers")
+            if not (_is_scalar(value) or _is_array(value)):
+                raise ArgumentTypeError(
+                    f"argument '{label}' of kernel '{kernel.name}' is a {type(value).__name__}; "
+                    "kernels take device arrays (backend.to_device / allocate), numpy arrays "
+                    "(copied implicitly), numbers, or tuples of these")
 
 
 def _occupancy_of(profile: Any, kernel: CPUKernel, signature: tuple, block: tuple[int, int, int],

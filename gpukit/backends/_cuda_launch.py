@@ -26,6 +26,7 @@ from ..errors import (
     LaunchConfigError,
 )
 from ..launches import LaunchRecord
+from ..utils import map_tuple
 from ._cuda_arrays import CUDADeviceArray
 from .validate import check_launch, warn_implicit_copies
 
@@ -167,29 +168,32 @@ def _arguments(backend: Any, kernel: Any, args: tuple
         raise ArgumentTypeError(f"kernel '{kernel.name}' takes {len(names)} arguments "
                                 f"({', '.join(names)}), got {len(args)}")
     names = names or [f"argument {i}" for i in range(len(args))]
-    values, copies = [], []
-    try:
-        for name, arg in zip(names, args):
-            if isinstance(arg, np.ndarray):
-                device = backend.to_device(arg, implicit=True)
-                copies.append((arg, device))
-                values.append(device.numba_view())
-            elif _is_scalar(arg) or (isinstance(arg, tuple) and all(map(_is_scalar, arg))):
-                values.append(arg)
-            elif backend.accepts(arg):
-                values.append(backend.own(arg, f"kernel '{kernel.name}'").numba_view())
-            else:
-                raise ArgumentTypeError(
-                    f"argument '{name}' of kernel '{kernel.name}' is a {type(arg).__name__}; "
-                    "kernels take device arrays (backend.to_device / allocate), numpy arrays "
-                    "(copied implicitly), numbers, or tuples of numbers")
+    copies: list[tuple[np.ndarray, CUDADeviceArray]] = []
+    copied: list[str] = []
+
+    def on_device(name: str, arg: Any) -> Any:
+        if isinstance(arg, np.ndarray):
+            device = backend.to_device(arg, implicit=True)
+            copies.append((arg, device))
+            copied.append(name)
+            return device.numba_view()
+        if _is_scalar(arg):
+            return arg
+        if backend.accepts(arg):
+            return backend.own(arg, f"kernel '{kernel.name}'").numba_view()
+        raise ArgumentTypeError(
+            f"argument '{name}' of kernel '{kernel.name}' is a {type(arg).__name__}; "
+            "kernels take device arrays (backend.to_device / allocate), numpy arrays "
+            "(copied implicitly), numbers, or tuples of these")
+
+    try:  # numba-cuda passes tuples of arrays (and of tuples) too
+        values = [map_tuple(name, arg, on_device) for name, arg in zip(names, args)]
     except BaseException:
         for _, device in copies:
             backend.free(device)
         raise
     if copies:
-        warn_implicit_copies(kernel.name,
-                             [name for name, arg in zip(names, args) if isinstance(arg, np.ndarray)])
+        warn_implicit_copies(kernel.name, copied)
     return values, copies
 
 

@@ -477,6 +477,8 @@ def _ol_ld(c, obj, idx, site, d, n):
         if isinstance(obj.typeof(field), types.NestedArray):
             return None  # an array field: a view (below)
         return _field_load(obj, field)
+    if _holds_arrays(obj):
+        return None  # an item of a tuple of arrays: below
     return lambda c, obj, idx, site, d, n: obj[idx]
 
 
@@ -487,7 +489,15 @@ def _ol_ld_view(c, obj, idx, site, d, n):
     field = _field(obj, idx)
     if field is not None and isinstance(obj.typeof(field), types.NestedArray):
         return lambda c, obj, idx, site, d, n: obj[field]  # its elements are checked when used
+    if _holds_arrays(obj):  # its arrays' elements are checked when used
+        return lambda c, obj, idx, site, d, n: obj[idx]
     return None
+
+
+def _holds_arrays(obj) -> bool:
+    """Whether `obj` is a tuple with an array in it (at any depth)."""
+    return isinstance(obj, types.BaseTuple) and any(
+        isinstance(t, types.Array) or _holds_arrays(t) for t in obj.types)
 
 
 def _field(obj, idx) -> str | None:

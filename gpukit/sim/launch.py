@@ -161,13 +161,14 @@ def run(kernel: SimKernel, memory: DeviceMemory, workspace: Workspace, args: tup
     evenly spread over the grid are recorded, and a full trace just stops recording."""
     tpb = block[0] * block[1] * block[2]
     nblocks = grid[0] * grid[1] * grid[2]
-    nslots = len(kernel.slots)
+    nslots = len(kernel.slots) + sum(len(_tuple_arrays(a, "")) for a in args
+                                     if isinstance(a, tuple))
     nsites = max(len(kernel.sites), 1)
     header = L.HEADER + nslots * L.SLOT_FIELDS
     c = np.zeros(header + nsites * L.SITE_FIELDS, np.int64)
     keep: list[Any] = []  # everything the context points at stays alive until the end
     infos: list[Any] = [None] * nslots
-    fresh = [a.allocation for a in args if isinstance(a, DeviceArray) and not a.is_freed
+    fresh = [a.allocation for a in _arrays(args) if not a.is_freed
              and not a.allocation.has_race_records]
     trace_bytes = trace_capacity * L.TRACE_FIELDS * 8
     memory.host_budget.take(trace_bytes, f"a trace of up to {trace_capacity:,} accesses")
@@ -367,29 +368,52 @@ def _bind(kernel: SimKernel, memory: DeviceMemory, args: tuple, checks: dict[str
     written: set[int] = set()
     read: set[int] = set()
     for name, arg in zip(kernel.param_names, args):
-        if isinstance(arg, DeviceArray):
-            r, w = kernel.param_usage.get(name, (True, True))
-            alloc_id = arg.allocation.id
+        r, w = kernel.param_usage.get(name, (True, True))
+        for array in _arrays((arg,)):  # an array in a tuple is used as the tuple is
+            alloc_id = array.allocation.id
             (written.add(alloc_id) if w else None)
             (read.add(alloc_id) if r else None)
     values = []
-    races = checks.get("races", True)
-    uninit = checks.get("uninitialized", True)
+    bind = _Binder(kernel, memory, c, infos, written, read, checks)
+    extra = len(kernel.slots)  # the arrays in tuple arguments get slots after the kernel's own
     for k, (name, arg) in enumerate(zip(kernel.param_names, args)):
-        s = L.HEADER + k * L.SLOT_FIELDS
-        if not isinstance(arg, DeviceArray):
-            values.append(_as_declared(kernel, k, arg))
-            infos[k] = SlotInfo(name, "none", (), np.dtype(np.int8))
+        if isinstance(arg, DeviceArray):
+            if kernel.argtypes is not None:
+                _check_declared(kernel, k, arg)
+            values.append(bind(k, name, arg))
             continue
-        if kernel.argtypes is not None:
-            _check_declared(kernel, k, arg)
+        infos[k] = SlotInfo(name, "none", (), np.dtype(np.int8))
+        leaves = _tuple_arrays(arg, name) if isinstance(arg, tuple) else []
+        if not leaves:
+            values.append(_as_declared(kernel, k, arg))
+            continue
+        views = iter([bind(extra + j, label, array) for j, (label, array) in enumerate(leaves)])
+        extra += len(leaves)
+        values.append(_replaced(arg, views))
+    return values
+
+
+class _Binder:
+    """Binds a device array to a slot of the launch context: its bounds, element size, race
+    records and written-elements mask; returns the host view the compiled kernel gets."""
+
+    def __init__(self, kernel: SimKernel, memory: DeviceMemory, c: np.ndarray, infos: list,
+                 written: set[int], read: set[int], checks: dict[str, bool]) -> None:
+        self.kernel, self.memory, self.c, self.infos = kernel, memory, c, infos
+        self.written, self.read = written, read
+        self.races = checks.get("races", True)
+        self.uninit = checks.get("uninitialized", True)
+
+    def __call__(self, k: int, name: str, arg: DeviceArray) -> np.ndarray:
+        c = self.c
+        s = L.HEADER + k * L.SLOT_FIELDS
         alloc = arg.allocation  # raises for a freed array
-        if alloc.memory is not memory:
+        if alloc.memory is not self.memory:
             raise InvalidDeviceArrayError(
-                f"argument '{name}' of kernel '{kernel.name}' lives on another backend's "
+                f"argument '{name}' of kernel '{self.kernel.name}' lives on another backend's "
                 "device; copy it to the host and to this backend's device first")
-        if races and alloc.id in written:  # the records first: their error says how to avoid them
-            alloc.race_records(alloc.id in read, f"'{name}'")
+        if self.races and alloc.id in self.written:  # the records first: their error says how
+            alloc.race_records(alloc.id in self.read, f"'{name}'")  # to avoid them
             c[s + L.S_WREC], c[s + L.S_RREC] = alloc.writers_address, alloc.readers_address
         alloc.buffer()
         base = alloc.address
@@ -399,11 +423,40 @@ def _bind(kernel: SimKernel, memory: DeviceMemory, args: tuple, checks: dict[str
         c[s + L.S_WRITABLE] = 1
         c[s + L.S_SPACE] = L.SPACE_GLOBAL
         c[s + L.S_ELEMS] = alloc.count
-        if uninit and alloc.init_mask() is not None:
+        if self.uninit and alloc.init_mask() is not None:
             c[s + L.S_INIT], c[s + L.S_INIT_KIND] = alloc.init_mask_address, L.INIT_BYTE
-        values.append(arg.host_view())
-        infos[k] = SlotInfo(name, "global", arg.shape, arg.dtype, arg)
-    return values
+        self.infos[k] = SlotInfo(name, "global", arg.shape, arg.dtype, arg)
+        return arg.host_view()
+
+
+def _tuple_arrays(value: tuple, label: str) -> list[tuple[str, DeviceArray]]:
+    """(label, array) for each device array in a (nested) tuple argument, as `x[1][0]`."""
+    found = []
+    for i, item in enumerate(value):
+        if isinstance(item, DeviceArray):
+            found.append((f"{label}[{i}]", item))
+        elif isinstance(item, tuple):
+            found += _tuple_arrays(item, f"{label}[{i}]")
+    return found
+
+
+def _arrays(args: tuple) -> list[DeviceArray]:
+    """Every device array among the arguments, those in tuples too."""
+    found = []
+    for arg in args:
+        if isinstance(arg, DeviceArray):
+            found.append(arg)
+        elif isinstance(arg, tuple):
+            found += [array for _, array in _tuple_arrays(arg, "")]
+    return found
+
+
+def _replaced(value: tuple, views: Any) -> tuple:
+    """`value` with each device array replaced by the next of `views` (in _tuple_arrays order);
+    a namedtuple stays of its class."""
+    items = [next(views) if isinstance(item, DeviceArray) else
+             _replaced(item, views) if isinstance(item, tuple) else item for item in value]
+    return type(value)(*items) if hasattr(value, "_fields") else tuple(items)
 
 
 def _as_declared(kernel: SimKernel, k: int, value: Any) -> Any:
@@ -485,8 +538,8 @@ def _renumber(memory: DeviceMemory, workspace: Workspace) -> None:
 
 def _settle_init_masks(args: tuple) -> None:
     """Drop the written-elements mask of an allocation the launch finished writing."""
-    for arg in args:
-        if isinstance(arg, DeviceArray) and not arg.is_freed:
+    for arg in _arrays(args):
+        if not arg.is_freed:
             alloc = arg.allocation
             mask = alloc._init_mask if hasattr(alloc, "_init_mask") else None
             if mask is not None and mask.all():

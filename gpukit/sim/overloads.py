@@ -10,7 +10,8 @@ runs its generic version where a GPU runs the CUDA one: a wrong answer.
 as a "cpu" overload (so it outranks a "generic" one, as "cuda" does on the GPU) that applies only
 while the simulator compiles a kernel: Numba's own CPU functions (`numba.njit`) keep resolving
 as before. Overloads defined by numba-cuda's library itself (cache hints, cooperative groups,
-its intrinsics) are not mirrored: the simulator implements those calls itself.
+its intrinsics) are not mirrored: the simulator implements those calls itself, and the one
+method among them, `int.bit_count()`, is declared here the same way (see `_integer_bit_count`).
 """
 
 from __future__ import annotations
@@ -18,13 +19,20 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from numba.core import types
+from numba.core.extending import overload
+from numba.core.typing.templates import infer_getattr, make_overload_method_template
+
+from .intrinsics import popc
+
 _MIRRORED: set = set()
 
 
 def _in_simulator(context: Any) -> bool:
-    """True while the outermost function being typed is one the simulator generated."""
-    stack = context.callstack._stack
-    return bool(stack) and stack[0].func_id.filename.startswith("<gpukit ")
+    """True while the simulator compiles a kernel: a function it generated from the kernel's
+    source (named `<gpukit ...>`) is being typed, or calls what is being typed."""
+    return any(frame.func_id.filename.startswith("<gpukit ")
+               for frame in context.callstack._stack)
 
 
 def _from_numba_cuda_library(overload_func: Any) -> bool:
@@ -72,3 +80,25 @@ def mirror_cuda_overloads() -> None:
             mirror = _cpu_template(template)
             cpu_templates.infer(mirror)
             cpu_templates.infer_global(func, types.Function(mirror))
+
+
+def _integer_bit_count(i):
+    """`i.bit_count()` of an integer in a kernel: numba-cuda declares the method for the CUDA
+    target (as its cuda.popc); the simulator computes it with its own popc."""
+    return lambda i: popc(i)
+
+
+def _bit_count_template() -> type:
+    base = make_overload_method_template(types.Integer, "bit_count", _integer_bit_count, "never",
+                                         target="cpu")
+
+    def _resolve(self, typ, attr):
+        if not _in_simulator(self.context):  # Numba's CPU functions have no int.bit_count()
+            return None
+        return base._resolve(self, typ, attr)
+
+    return type(base)(base.__name__, (base,), {"_resolve": _resolve})
+
+
+infer_getattr(_bit_count_template())
+overload(_integer_bit_count, target="cpu")(_integer_bit_count)
