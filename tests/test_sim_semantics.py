@@ -936,8 +936,7 @@ def test_arrays_in_tuple_arguments_compute_as_numba_cuda(be):
 
 @pytest.mark.parametrize("kernel, error, words", [
     (tuple_oob, OutOfBoundsError, "'x[1][i + 1]' indexes global array x (shape (8,)) at 8"),
-    (tuple_race, RaceConditionError, "data race on x[0][0]: thread (1, 0, 0) of block (0, 0, 0) "
-                                     "writes it"),
+    (tuple_race, RaceConditionError, "data race on x[0][0]: thread (1, 0, 0) of block (0, 0, 0)"),
     (tuple_uninit, UninitializedMemoryError, "'x[1][i]' reads x[1][0], which was never written"),
 ])
 def test_arrays_in_tuple_arguments_are_checked_like_any_array(be, kernel, error, words):

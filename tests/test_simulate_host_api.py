@@ -113,6 +113,17 @@ def test_device_arrays_have_numba_cuda_methods(sim):
     assert like.is_f_contiguous() and like.shape == (3, 2)
 
 
+def test_strided_host_views_are_refused_and_copied_like_as_numba_cuda_does(sim):
+    from numba.cuda.cudadrv.devicearray import errmsg_contiguous_buffer
+    with pytest.raises(ValueError) as caught:  # one contiguous region, or nothing
+        cuda.to_device(np.arange(10.0)[::2])
+    assert str(caught.value) == errmsg_contiguous_buffer
+    cuda.to_device(np.broadcast_to(np.arange(3.0), (4, 3)))  # a stride of 0 is no gap
+    view = np.zeros((10, 12), order="F")[::2, ::2]
+    for like in (cuda.device_array_like, cuda.pinned_array_like, cuda.mapped_array_like):
+        assert like(view).strides == np.zeros_like(view).strides == (8, 40), like
+
+
 def test_launches_convert_arguments_and_copy_host_arrays_as_numba_does(sim):
     x = np.arange(100, dtype=np.float32)
     y = np.ones(100, np.float32)

@@ -155,11 +155,22 @@ def to_device(obj: Any, stream: Any = 0, copy: bool = True, to: Any = None) -> S
         raise ArgumentTypeError("to_device: this device array belongs to a gpukit backend, "
                                 "not to the simulation; copy it to the host first")
     host = np.asanyarray(obj)
+    _sentry_contiguous(host)
     order, strides = _like(host)
     device = _new(host.shape, host.dtype, strides, order, stream, initialized=copy)
     if copy:
         device.copy_to_device(host, stream=stream)
     return device
+
+
+def _sentry_contiguous(host: np.ndarray) -> None:
+    """numba-cuda copies one contiguous region: a strided view (`x[::2]`) is refused, axes of
+    stride 0 (broadcasts) aside, with numba-cuda's ValueError."""
+    core = host[tuple(0 if s == 0 else slice(None) for s in host.strides)] \
+        if host.strides and host.size else host
+    if not (core.flags.c_contiguous or core.flags.f_contiguous):
+        from numba.cuda.cudadrv.devicearray import errmsg_contiguous_buffer
+        raise ValueError(errmsg_contiguous_buffer)
 
 
 def auto_device(obj: Any, stream: Any = 0, copy: bool = True,
@@ -178,9 +189,19 @@ def pinned_array(shape: Any, dtype: Any = np.float64, strides: Any = None,
     return np.asfortranarray(array) if order == "F" and array.ndim > 1 else array
 
 
+def _host_like(make: Any, ary: Any) -> np.ndarray:
+    """A host array made by `make(shape, dtype, order=...)` laid out as `_like` lays out a
+    device one: a strided view's copy keeps its axis order, contiguous."""
+    order, strides = _like(ary)
+    if strides is None:
+        return make(ary.shape, ary.dtype, order=order)
+    axes = sorted(range(ary.ndim), key=lambda axis: ary.strides[axis], reverse=True)
+    return make(tuple(ary.shape[a] for a in axes), ary.dtype, order="C").transpose(
+        np.argsort(axes))
+
+
 def pinned_array_like(ary: Any) -> np.ndarray:
-    order, _ = _like(ary)
-    return pinned_array(ary.shape, ary.dtype, order=order)
+    return _host_like(pinned_array, ary)
 
 
 def mapped_array(shape: Any, dtype: Any = np.float64, strides: Any = None, order: str = "C",
@@ -191,8 +212,7 @@ def mapped_array(shape: Any, dtype: Any = np.float64, strides: Any = None, order
 
 def mapped_array_like(ary: Any, stream: Any = 0, portable: bool = False,
                       wc: bool = False) -> np.ndarray:
-    order, _ = _like(ary)
-    return mapped_array(ary.shape, ary.dtype, order=order)
+    return _host_like(mapped_array, ary)
 
 
 def managed_array(shape: Any, dtype: Any = np.float64, strides: Any = None, order: str = "C",
