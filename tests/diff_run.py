@@ -32,6 +32,7 @@ import numpy as np
 from diff_gen import Program, kind_of_dtype
 from diff_oracle import CudaTypingError, cuda_typing
 from diff_program import Case, indent
+from numba import typeof
 from numba.core import types
 from numba.np.numpy_support import as_dtype, from_dtype
 
@@ -193,7 +194,11 @@ def run_case(case: Case, directory: Path, backend: Backend | None = None,
         outcome.status = "error"
         outcome.error = f"the oracle raised {type(exc).__name__}: {exc}"
         return outcome
-    cpu_types = [types.unliteral(t) for t in omod.thread.nopython_signatures[0].return_type]
+    # the signature for these inputs: a program generated again with other input dtypes reuses
+    # the module (and its dispatcher, compiled for those too)
+    args = (types.int64, *(typeof(a) for a in case.inputs))
+    (sig,) = [s for s in omod.thread.nopython_signatures if s.args == args]
+    cpu_types = [types.unliteral(t) for t in sig.return_type]
     if cpu_types != rtypes:
         outcome.status = "error"
         outcome.error = (f"the oracle's result types {cpu_types} are not numba-cuda's {rtypes}:"

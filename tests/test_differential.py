@@ -131,6 +131,17 @@ def test_the_simple_case_passes(workdir: Path, backend: Backend):
     assert outcome.result_dtypes == ["float64", "int64", "bool"]
 
 
+def test_the_same_program_over_other_input_dtypes_is_compared_in_its_own_types(
+        workdir: Path, backend: Backend):
+    # the soak found the oracle reading its dispatcher's first signature: a program generated
+    # again with other input dtypes (the same text, so the same module) got the old types
+    for dtype, want in (("uint8", "uint8"), ("int8", "int8")):
+        case = fixed([dtype], [], [("x0", "i")], [[1, 2, 3]])
+        outcome = run_case(case, workdir, backend)
+        assert outcome.status == "ok", outcome.report(case)
+        assert outcome.result_dtypes == [want]
+
+
 def test_a_wrong_oracle_value_is_caught(workdir: Path, backend: Backend):
     def plant(values: list[tuple]) -> list[tuple]:
         values[3] = (values[3][0], values[3][1] + 1, values[3][2])
