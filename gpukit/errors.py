@@ -162,7 +162,26 @@ class UnsupportedKernelError(KernelError, NotImplementedError):
 
 class KernelTypingError(UnsupportedKernelError):
     """numba-cuda would not compile this kernel for a GPU (its typing failed); the message is
-    numba-cuda's reason. The simulator rejects exactly what numba-cuda rejects."""
+    numba-cuda's reason. The simulator rejects exactly what numba-cuda rejects. Raised as an
+    instance of numba-cuda's own error class too (see `typing_error_as`)."""
+
+
+_TYPING_ERRORS: dict[type, type] = {}
+
+
+def typing_error_as(numba_class: type, message: str, **where) -> KernelTypingError:
+    """A KernelTypingError that is also an instance of `numba_class` (numba-cuda's TypingError,
+    say), so that code written against numba-cuda (`except TypingError`) catches it too; a plain
+    KernelTypingError where the two classes do not combine."""
+    try:
+        kind = _TYPING_ERRORS.get(numba_class)
+        if kind is None:
+            kind = type("KernelTypingError", (KernelTypingError, numba_class),
+                        {"__module__": __name__, "__doc__": KernelTypingError.__doc__})
+            _TYPING_ERRORS[numba_class] = kind
+        return kind(message, **where)
+    except Exception:  # noqa: BLE001 - a layout conflict or an __init__ of its own
+        return KernelTypingError(message, **where)
 
 
 class KernelFaultError(KernelError):

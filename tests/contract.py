@@ -298,6 +298,17 @@ def check_argument_errors(backend):
     assert str(caught.value) == "kernel 'add_one' takes 2 arguments (x, out), got 1"
 
 
+def check_device_functions_are_not_kernels(backend):
+    @cuda.jit(device=True)
+    def helper(x):
+        return x + 1
+
+    with pytest.raises(ArgumentTypeError) as caught:
+        backend.compile_kernel(helper)
+    assert str(caught.value) == ("'helper' is a device function (cuda.jit(device=True)); "
+                                 "launch a kernel that calls it")
+
+
 def check_launch_limits(backend):
     out = backend.allocate(4, np.float32)
     with pytest.raises(LaunchConfigError) as caught:

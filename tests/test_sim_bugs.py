@@ -230,6 +230,8 @@ def test_a_kernel_numba_cuda_rejects_is_rejected_with_numba_cudas_reason():
         launch(CPUBackend(), b)
     assert "numba-cuda would not compile kernel 'typo_in_kernel'" in str(info.value)
     assert isinstance(info.value, UnsupportedKernelError)
+    from numba.cuda.core.errors import TypingError  # code written for numba-cuda catches it too
+    assert isinstance(info.value, TypingError) and type(info.value).__name__ == "KernelTypingError"
     assert info.value.lineno == line_of(b.kernel)
     assert info.value.thread is None  # found when the kernel is typed, before any thread runs
 

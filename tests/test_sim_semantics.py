@@ -945,3 +945,18 @@ def test_arrays_in_tuple_arguments_are_checked_like_any_array(be, kernel, error,
     with pytest.raises(error) as caught:
         be.launch_kernel(kernel, 1, 8, x)
     assert words in str(caught.value)
+
+
+times2 = cuda.declare_device("times2", "int32(int32)")  # CUDA C/C++ or PTX linked in on a GPU
+
+
+def calls_linked_code(out):
+    out[0] = times2(out[0])
+
+
+def test_a_function_linked_with_declare_device_is_refused_in_words(be):
+    with pytest.raises(UnsupportedKernelError) as caught:
+        run(be, calls_linked_code, 1, 1, np.ones(1, np.int32))
+    assert str(caught.value).startswith(
+        "calling times2, which cuda.declare_device declares from linked CUDA C/C++ or PTX "
+        "code, is not supported in kernels by gpukit's simulator [kernel 'calls_linked_code'")

@@ -113,6 +113,15 @@ def test_device_arrays_have_numba_cuda_methods(sim):
     assert like.is_f_contiguous() and like.shape == (3, 2)
 
 
+def test_a_device_function_launched_as_a_kernel_gets_numba_cudas_error(sim):
+    @cuda.jit(device=True)
+    def helper():
+        pass
+
+    with pytest.raises(RuntimeError, match="^Cannot compile a device function as a kernel$"):
+        helper[1, 1]()
+
+
 def test_strided_host_views_are_refused_and_copied_like_as_numba_cuda_does(sim):
     from numba.cuda.cudadrv.devicearray import errmsg_contiguous_buffer
     with pytest.raises(ValueError) as caught:  # one contiguous region, or nothing

@@ -22,8 +22,8 @@ import numpy as np
 from ..errors import (
     ArgumentTypeError,
     KernelFaultError,
-    KernelTypingError,
     LaunchConfigError,
+    typing_error_as,
 )
 from ..launches import LaunchRecord
 from ..utils import map_tuple
@@ -82,8 +82,8 @@ def compile_for(dispatcher: Any, name: str, args: list[Any], simulator: bool) ->
             raise
         detail = "\n".join(ln.rstrip() for ln in str(exc).splitlines()
                            if ln.strip() and not ln.startswith(("During:", "Failed in")))
-        raise KernelTypingError(f"numba-cuda would not compile kernel '{name}' for this GPU: "
-                                f"{detail}", kernel=name) from None
+        raise typing_error_as(type(exc), f"numba-cuda would not compile kernel '{name}' for "
+                              f"this GPU: {detail}", kernel=name) from None
 
 
 def opt_in_shared_memory(compiled: Any, dynamic_bytes: int, driver: Any, binding: Any) -> None:

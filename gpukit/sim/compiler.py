@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import KernelTypingError
+from ..errors import KernelTypingError, typing_error_as
 from . import access, atomics, cudamath, intrinsics, lowlevel, names, regions, runtime, sync
 from . import layout as L
 from .transform import (
@@ -488,6 +488,6 @@ def _typing_error(func: pytypes.FunctionType, exc: Exception) -> KernelTypingErr
         lineno = _line_naming(func, text)
     detail = "\n".join(ln for ln in lines
                        if not ln.startswith(("During:", "Failed in")) and "<source" not in ln)
-    return KernelTypingError(f"numba-cuda would not compile kernel '{func.__name__}' for a GPU "
-                             f"(the simulator runs what numba-cuda compiles): {detail}",
-                             kernel=func.__name__, lineno=lineno, filename=filename)
+    return typing_error_as(type(exc), f"numba-cuda would not compile kernel '{func.__name__}' "
+                           f"for a GPU (the simulator runs what numba-cuda compiles): {detail}",
+                           kernel=func.__name__, lineno=lineno, filename=filename)

@@ -33,7 +33,15 @@ def python_function(kernel: Any) -> pytypes.FunctionType:
     if not isinstance(func, pytypes.FunctionType):
         raise TypeError(f"a kernel must be a Python function (optionally decorated with "
                         f"@cuda.jit), not {type(kernel).__name__}")
+    if is_device_function(kernel):
+        raise TypeError(f"'{func.__name__}' is a device function (cuda.jit(device=True)); "
+                        "launch a kernel that calls it")
     return func
+
+
+def is_device_function(kernel: Any) -> bool:
+    """Whether `kernel` is a numba-cuda dispatcher made with cuda.jit(device=True)."""
+    return bool(getattr(kernel, "targetoptions", {}).get("device"))
 
 
 class SimKernel:

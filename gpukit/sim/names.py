@@ -181,3 +181,10 @@ def missing(obj: Any) -> bool:
 def is_constant_array(obj: Any) -> bool:
     """A host numpy array a kernel reads as a global: Numba freezes it as a constant."""
     return isinstance(obj, np.ndarray)
+
+
+def is_declared_device(obj: Any) -> bool:
+    """Whether `obj` is a function from cuda.declare_device (foreign code linked into kernels,
+    which the simulator has no Python source for)."""
+    kind = type(obj)
+    return kind.__name__ == "ExternFunction" and kind.__module__.startswith("numba.cuda")

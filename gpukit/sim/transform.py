@@ -1108,6 +1108,9 @@ class _ExprRewriter(ast.NodeTransformer):
             if cat == "sync":
                 raise rw._unsupported(node, f"cuda.{spec.name} in this position")
             raise rw._unsupported(node, f"calling cuda.{spec.name}")
+        if names.is_declared_device(obj):
+            raise rw._unsupported(node, f"calling {static.path}, which cuda.declare_device "
+                                        "declares from linked CUDA C/C++ or PTX code,")
         py_func = names.device_function(obj)
         if py_func is not None:
             if node.keywords:

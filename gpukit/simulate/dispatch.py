@@ -17,6 +17,7 @@ import numpy as np
 
 from ..errors import GpukitError, UnsupportedKernelError
 from ..sim.device_array import DeviceArray
+from ..sim.kernel import is_device_function
 from .arrays import SimNDArray, is_mapped
 from .session import current
 from .tracebacks import user_stacklevel
@@ -154,6 +155,8 @@ def launch(dispatcher: Any, griddim: Any, blockdim: Any, stream: Any, sharedmem:
            args: tuple) -> Any:
     """Run one launch of a numba-cuda dispatcher on the active simulation."""
     sim = current(required=True)
+    if is_device_function(dispatcher):
+        raise RuntimeError("Cannot compile a device function as a kernel")  # numba-cuda's error
     kernel = sim.backend.compile_kernel(dispatcher)
     retr: list = []  # numba-cuda's write-backs that extensions register, run after the launch
     args = _extended(dispatcher, args, stream, retr)
