@@ -166,19 +166,31 @@ class KernelTypingError(UnsupportedKernelError):
     instance of numba-cuda's own error class too (see `typing_error_as`)."""
 
 
-_TYPING_ERRORS: dict[type, type] = {}
+_TYPING_ERRORS: dict[tuple, type] = {}
 
 
-def typing_error_as(numba_class: type, message: str, **where) -> KernelTypingError:
-    """A KernelTypingError that is also an instance of `numba_class` (numba-cuda's TypingError,
-    say), so that code written against numba-cuda (`except TypingError`) catches it too; a plain
-    KernelTypingError where the two classes do not combine."""
+def typing_error_as(numba_error: Exception, message: str, **where) -> KernelTypingError:
+    """The KernelTypingError for numba-cuda's rejection `numba_error`: also an instance of its
+    class and of numba's and numba-cuda's TypingError (numba-cuda's typing raises either), so
+    that code written against numba-cuda (`except TypingError`) catches it; a plain
+    KernelTypingError where the classes do not combine."""
+    import importlib
+
+    classes = [type(numba_error)]
+    for module in ("numba.cuda.core.errors", "numba.core.errors"):
+        try:
+            typing_error = importlib.import_module(module).TypingError
+        except (ImportError, AttributeError):  # (Numba's CUDA simulator has no numba.cuda.core)
+            continue
+        if not any(issubclass(c, typing_error) for c in classes):
+            classes.append(typing_error)
+    key = tuple(classes)
     try:
-        kind = _TYPING_ERRORS.get(numba_class)
+        kind = _TYPING_ERRORS.get(key)
         if kind is None:
-            kind = type("KernelTypingError", (KernelTypingError, numba_class),
+            kind = type("KernelTypingError", (KernelTypingError, *key),
                         {"__module__": __name__, "__doc__": KernelTypingError.__doc__})
-            _TYPING_ERRORS[numba_class] = kind
+            _TYPING_ERRORS[key] = kind
         return kind(message, **where)
     except Exception:  # noqa: BLE001 - a layout conflict or an __init__ of its own
         return KernelTypingError(message, **where)

@@ -960,3 +960,34 @@ def test_a_function_linked_with_declare_device_is_refused_in_words(be):
     assert str(caught.value).startswith(
         "calling times2, which cuda.declare_device declares from linked CUDA C/C++ or PTX "
         "code, is not supported in kernels by gpukit's simulator [kernel 'calls_linked_code'")
+
+
+@cuda.jit(device=True)
+def add3(a, b, c):
+    return a + b + c
+
+
+@cuda.jit(device=True)
+def apply(func, *args):  # numba-cuda passes *args as a tuple
+    return func(*args)
+
+
+@cuda.jit(device=True)
+def total(*xs):
+    s = 0
+    for x in xs:
+        s += x
+    return s
+
+
+def star_args(out):
+    out[0] = apply(add3, 1, 2, 3)
+    out[1] = total(4, 5, 6, 7)
+    t = (10, 20, 30)
+    out[2] = add3(*t)
+    out[3] = total(out[0], 0.5)
+
+
+def test_device_functions_take_star_args_and_calls_unpack_tuples(be):
+    (out,) = run(be, star_args, 1, 1, np.zeros(4))
+    assert out.tolist() == [6, 22, 60, 6.5]

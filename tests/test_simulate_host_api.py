@@ -113,6 +113,16 @@ def test_device_arrays_have_numba_cuda_methods(sim):
     assert like.is_f_contiguous() and like.shape == (3, 2)
 
 
+def test_an_eager_kernel_numba_cuda_rejects_fails_when_decorated_as_there(sim):
+    from numba.cuda.core.errors import TypingError
+
+    def concatenates(x):
+        x + "a"
+
+    with pytest.raises(TypingError, match="numba-cuda would not compile kernel 'concatenates'"):
+        cuda.jit("void(int64)")(concatenates)
+
+
 def test_a_device_function_launched_as_a_kernel_gets_numba_cudas_error(sim):
     @cuda.jit(device=True)
     def helper():

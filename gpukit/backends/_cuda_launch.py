@@ -82,7 +82,7 @@ def compile_for(dispatcher: Any, name: str, args: list[Any], simulator: bool) ->
             raise
         detail = "\n".join(ln.rstrip() for ln in str(exc).splitlines()
                            if ln.strip() and not ln.startswith(("During:", "Failed in")))
-        raise typing_error_as(type(exc), f"numba-cuda would not compile kernel '{name}' for "
+        raise typing_error_as(exc, f"numba-cuda would not compile kernel '{name}' for "
                               f"this GPU: {detail}", kernel=name) from None
 
 

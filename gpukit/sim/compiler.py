@@ -196,7 +196,7 @@ class KernelBuilder:
         if body and isinstance(body[-1], ast.Return):
             epilogue = []
         body = replace_flush(body + epilogue, rw.flush())
-        unit.source = _function_source(unit.name, rw.params, prologue + body)
+        unit.source = _function_source(unit.name, rw.params, prologue + body, rw.vararg)
         unit.namespace = rw.namespace
         unit.frame_bytes = rw.frame_bytes
         unit.calls = rw.calls
@@ -289,11 +289,13 @@ def _exit_after_loops(stmts: list[ast.stmt], done: str) -> list[ast.stmt]:
     return out
 
 
-def _function_source(name: str, params: list[str], body: list[ast.stmt]) -> str:
+def _function_source(name: str, params: list[str], body: list[ast.stmt],
+                     vararg: str | None = None) -> str:
     fn = ast.FunctionDef(
         name=name,
         args=ast.arguments(posonlyargs=[], args=[ast.arg(arg=CTX), ast.arg(arg=P + "D")]
                            + [ast.arg(arg=p) for p in params],
+                           vararg=ast.arg(arg=vararg) if vararg else None,
                            kwonlyargs=[], kw_defaults=[], defaults=[]),
         body=body or [ast.Pass()], decorator_list=[], returns=None, type_params=[])
     module = ast.Module(body=[fn], type_ignores=[])
@@ -488,6 +490,6 @@ def _typing_error(func: pytypes.FunctionType, exc: Exception) -> KernelTypingErr
         lineno = _line_naming(func, text)
     detail = "\n".join(ln for ln in lines
                        if not ln.startswith(("During:", "Failed in")) and "<source" not in ln)
-    return typing_error_as(type(exc), f"numba-cuda would not compile kernel '{func.__name__}' "
+    return typing_error_as(exc, f"numba-cuda would not compile kernel '{func.__name__}' "
                            f"for a GPU (the simulator runs what numba-cuda compiles): {detail}",
                            kernel=func.__name__, lineno=lineno, filename=filename)

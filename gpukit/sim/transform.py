@@ -22,6 +22,7 @@ import ast
 import contextlib
 import copy
 import enum
+import inspect
 import types as pytypes
 from dataclasses import dataclass, field
 from typing import Any
@@ -145,7 +146,7 @@ def bind_parameters(func: pytypes.FunctionType, statics: list[_Static | None] | 
     params = func.__code__.co_varnames[:func.__code__.co_argcount]
     declaring = _array_declaration_names(read_function(func).tree)
     bound = {}
-    for name, static in zip(params, statics):
+    for name, static in zip(params, statics):  # (statics stop at a *starred argument)
         if static is None:
             continue
         spec = names.intrinsic(static.obj)
@@ -158,7 +159,11 @@ def bind_parameters(func: pytypes.FunctionType, statics: list[_Static | None] | 
 def unbound_args(func: pytypes.FunctionType, args: list[ast.expr], bound: dict) -> list[ast.expr]:
     """The arguments of a call to `func` left to pass at run time (see `bind_parameters`)."""
     params = func.__code__.co_varnames[:func.__code__.co_argcount]
-    return [a for name, a in zip(params, args) if name not in bound]
+    left = [a for name, a in zip(params, args) if name not in bound]
+    if func.__code__.co_flags & inspect.CO_VARARGS or any(
+            isinstance(a, ast.Starred) for a in args):
+        left += args[len(params):]  # into the callee's *args, or a *starred tuple's items
+    return left
 
 
 def _array_declaration_names(tree: ast.AST) -> set[str]:
@@ -202,8 +207,12 @@ class UnitRewriter:
         self.frame_bytes = 0
         self.calls: list[Unit] = []
         args = self.fn.args
-        if args.vararg or args.kwarg or args.kwonlyargs or args.posonlyargs:
-            raise self._unsupported(self.fn, "*args, **kwargs and keyword-only parameters")
+        if args.kwarg or args.kwonlyargs or args.posonlyargs:
+            raise self._unsupported(self.fn, "**kwargs and keyword-only parameters")
+        if args.vararg and (is_kernel or prefix):
+            raise self._unsupported(self.fn, "*args in a kernel or in a device function that "
+                                             "synchronizes")
+        self.vararg = args.vararg.arg if args.vararg else None  # a tuple, as Numba passes it
         # parameters bound at compile time to a function (an intrinsic such as cuda.atomic.add,
         # or a device function) the caller passed: Numba specialises on them, and so do we
         self.bound = bound or {}
@@ -213,7 +222,7 @@ class UnitRewriter:
                 raise self._unsupported(self.fn, f"assigning to parameter '{name}', which "
                                                  "holds a function")
         self.params = [a.arg for a in args.args if a.arg not in self.bound]
-        self.locals = set(self.params) | assigned
+        self.locals = set(self.params) | assigned | ({self.vararg} if self.vararg else set())
         assigned_once = _assigned_once(self.fn)
         self.hints: dict[str, int] = {}
         self.counters: list[tuple[int, int, str]] = []  # (site, space, variable)
@@ -221,7 +230,8 @@ class UnitRewriter:
         for name, slot in (param_slots or {}).items():
             if name not in assigned_once and name not in _assigned_names(self.fn):
                 self.hints[name] = slot
-        self.tracked = sorted(_maybe_undefined(self.fn, set(self.params), self.locals))
+        self.tracked = sorted(_maybe_undefined(self.fn, set(self.params) | {self.vararg},
+                                               self.locals))
         self._assigned_once = assigned_once
         self._resolved: dict[str, Any] = {}
 
@@ -279,6 +289,8 @@ class UnitRewriter:
         value, or a device function) or a constant (a number, a tuple of them, a dtype)."""
         out: list[_Static | None] = []
         for arg in args:
+            if isinstance(arg, ast.Starred):  # positions after it are known only when typed
+                break
             static = None
             if isinstance(arg, ast.Constant):
                 static = _Static(arg.value, repr(arg.value))
@@ -1119,7 +1131,9 @@ class _ExprRewriter(ast.NodeTransformer):
             unit = rw.builder.unit(py_func, bound)
             rw.namespace[unit.name] = unit
             rw.calls.append(unit)
-            args = [rw.used(a, L.UNDEF_CALL, node) for a in unbound_args(py_func, node.args, bound)]
+            args = [ast.Starred(value=rw.used(a.value, L.UNDEF_CALL, node), ctx=ast.Load())
+                    if isinstance(a, ast.Starred) else rw.used(a, L.UNDEF_CALL, node)
+                    for a in unbound_args(py_func, node.args, bound)]
             declared = eager.declared_signatures(obj)
             if declared is not None and not bound:  # converted as numba-cuda's call converts
                 convert = rw.constant(eager.converter(obj, declared), "convert")

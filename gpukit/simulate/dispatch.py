@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import GpukitError, UnsupportedKernelError
+from ..sim.compiler import cuda_typecheck
 from ..sim.device_array import DeviceArray
 from ..sim.kernel import is_device_function
 from .arrays import SimNDArray, is_mapped
@@ -63,6 +64,9 @@ def jit(func_or_sig: Any = None, device: bool = False, inline: Any = "never",
                 raise TypeError("CUDA kernel must have void return type.")
         if device:
             _compile_device(dispatcher, parsed)
+        else:  # numba-cuda compiles now: a kernel it rejects fails here, with its reason
+            for argtypes, _ in parsed:
+                cuda_typecheck(dispatcher.py_func, tuple(argtypes))
         dispatcher._gpukit_signatures = [argtypes for argtypes, _ in parsed]
         return dispatcher
 
