@@ -991,3 +991,28 @@ def star_args(out):
 def test_device_functions_take_star_args_and_calls_unpack_tuples(be):
     (out,) = run(be, star_args, 1, 1, np.zeros(4))
     assert out.tolist() == [6, 22, 60, 6.5]
+
+
+ODD_RECORD = np.dtype([("x", np.int32), ("y", np.float64), ("z", np.int8)])  # 13 bytes, packed
+
+
+def fill_own_record(a):
+    i = cuda.grid(1)
+    a[i]["x"] = i
+    a[i]["y"] = 0.5 * i
+    a[i]["z"] = -i
+
+
+def fill_record_zero(a):
+    a[0]["x"] = cuda.threadIdx.x
+
+
+def test_fields_of_records_of_any_size_are_checked_by_their_record(be):
+    # a field's element is its record's, found by the record's size (the field's size found
+    # another record's element for a 13-byte record: false races, and records written out of
+    # bounds of their check buffers)
+    (a,) = run(be, fill_own_record, 2, 32, np.zeros(64, ODD_RECORD))
+    assert a["x"].tolist() == list(range(64)) and a["z"].tolist() == [-i for i in range(64)]
+    np.testing.assert_array_equal(a["y"], 0.5 * np.arange(64))
+    with pytest.raises(RaceConditionError, match=r"^data race on a\[0\]: thread \(1, 0, 0\)"):
+        run(be, fill_record_zero, 1, 2, np.zeros(4, ODD_RECORD))

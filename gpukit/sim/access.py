@@ -556,25 +556,24 @@ def _view_impl(obj, idx):
     return namespace["impl"]
 
 
-def _field_size(rec: types.Record, name: str) -> int:
-    return rec.dtype.fields[name][0].itemsize
-
-
+# A field access is checked as an access of its whole record (the element the checks track):
+# the record's address and size, so that a record whose size is not a power of two (a 52-byte
+# record, say) finds its element by division by the record's size, not by the field's.
 def _field_load(rec: types.Record, name: str):
-    offset, size = rec.offset(name), _field_size(rec, name)
+    size = rec.size
 
     def impl(c, obj, idx, site, d, n):
-        touch(c, site, NODESC, record_addr(obj) + offset, size, L.KIND_READ, False)
+        touch(c, site, NODESC, record_addr(obj), size, L.KIND_READ, False)
         return obj[name]
     return impl
 
 
 def _field_store(rec: types.Record, name: str):
-    offset, size = rec.offset(name), _field_size(rec, name)
+    size = rec.size
 
     def impl(c, obj, idx, value, site, d, n):
         old = obj[name]
         obj[name] = value
-        touch(c, site, NODESC, record_addr(obj) + offset, size, L.KIND_WRITE,
+        touch(c, site, NODESC, record_addr(obj), size, L.KIND_WRITE,
               same_bits(old, obj[name]))
     return impl
