@@ -47,7 +47,10 @@ def test_bug_is_caught_with_its_error_thread_block_and_line(name):
     with pytest.raises(b.error, match=b.message) as info:
         launch(backend, b)
     err = info.value
-    assert type(err) is b.error
+    # exactly that class (a typing error is also one of numba's: the most derived class
+    # shows gpukit's name)
+    assert type(err) is b.error or (type(err).__name__ == b.error.__name__
+                                    and type(err).__mro__[1] is b.error)
     if not issubclass(b.error, KernelError):
         return
     line = line_of(b.where or b.kernel)
