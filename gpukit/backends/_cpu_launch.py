@@ -106,7 +106,8 @@ def _device_arguments(backend: Any, kernel: CPUKernel, args: tuple
         return arg
 
     try:  # numba-cuda passes tuples of arrays (and of tuples) too
-        values = [map_tuple(name, arg, on_device) for name, arg in zip(kernel.param_names, args)]
+        values = [arg if type(arg) is DeviceArray else map_tuple(name, arg, on_device)
+                  for name, arg in zip(kernel.param_names, args)]
     except BaseException:
         for _, _, device in copies:
             backend.free(device)
@@ -179,6 +180,8 @@ def _check_arguments(kernel: CPUKernel, args: tuple) -> None:
         raise ArgumentTypeError(f"kernel '{kernel.name}' takes {len(names)} arguments "
                                 f"({', '.join(names)}), got {len(args)}")
     for name, arg in zip(names, args):
+        if type(arg) is DeviceArray:  # the common case, at once
+            continue
         for label, value in tuple_items(name, arg):
             if isinstance(value, int) and not -(1 << 63) <= value < (1 << 64):
                 raise ArgumentTypeError(

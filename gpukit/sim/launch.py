@@ -161,8 +161,9 @@ def run(kernel: SimKernel, memory: DeviceMemory, workspace: Workspace, args: tup
     evenly spread over the grid are recorded, and a full trace just stops recording."""
     tpb = block[0] * block[1] * block[2]
     nblocks = grid[0] * grid[1] * grid[2]
-    nslots = len(kernel.slots) + sum(len(_tuple_arrays(a, "")) for a in args
-                                     if isinstance(a, tuple))
+    nslots = len(kernel.slots)
+    if any(isinstance(a, tuple) for a in args):  # arrays in tuples get slots of their own
+        nslots += sum(len(_tuple_arrays(a, "")) for a in args if isinstance(a, tuple))
     nsites = max(len(kernel.sites), 1)
     header = L.HEADER + nslots * L.SLOT_FIELDS
     c = np.zeros(header + nsites * L.SITE_FIELDS, np.int64)
@@ -368,65 +369,65 @@ def _bind(kernel: SimKernel, memory: DeviceMemory, args: tuple, checks: dict[str
     written: set[int] = set()
     read: set[int] = set()
     for name, arg in zip(kernel.param_names, args):
+        if isinstance(arg, DeviceArray):
+            arrays: Any = (arg,)
+        elif isinstance(arg, tuple):  # an array in a tuple is used as the tuple is
+            arrays = [array for _, array in _tuple_arrays(arg, "")]
+        else:
+            continue
         r, w = kernel.param_usage.get(name, (True, True))
-        for array in _arrays((arg,)):  # an array in a tuple is used as the tuple is
+        for array in arrays:
             alloc_id = array.allocation.id
             (written.add(alloc_id) if w else None)
             (read.add(alloc_id) if r else None)
     values = []
-    bind = _Binder(kernel, memory, c, infos, written, read, checks)
+    flags = (checks.get("races", True), checks.get("uninitialized", True), written, read)
     extra = len(kernel.slots)  # the arrays in tuple arguments get slots after the kernel's own
     for k, (name, arg) in enumerate(zip(kernel.param_names, args)):
         if isinstance(arg, DeviceArray):
             if kernel.argtypes is not None:
                 _check_declared(kernel, k, arg)
-            values.append(bind(k, name, arg))
+            values.append(_bind_array(kernel, memory, c, infos, k, name, arg, flags))
             continue
         infos[k] = SlotInfo(name, "none", (), np.dtype(np.int8))
         leaves = _tuple_arrays(arg, name) if isinstance(arg, tuple) else []
         if not leaves:
             values.append(_as_declared(kernel, k, arg))
             continue
-        views = iter([bind(extra + j, label, array) for j, (label, array) in enumerate(leaves)])
+        views = iter([_bind_array(kernel, memory, c, infos, extra + j, label, array, flags)
+                      for j, (label, array) in enumerate(leaves)])
         extra += len(leaves)
         values.append(_replaced(arg, views))
     return values
 
 
-class _Binder:
-    """Binds a device array to a slot of the launch context: its bounds, element size, race
-    records and written-elements mask; returns the host view the compiled kernel gets."""
-
-    def __init__(self, kernel: SimKernel, memory: DeviceMemory, c: np.ndarray, infos: list,
-                 written: set[int], read: set[int], checks: dict[str, bool]) -> None:
-        self.kernel, self.memory, self.c, self.infos = kernel, memory, c, infos
-        self.written, self.read = written, read
-        self.races = checks.get("races", True)
-        self.uninit = checks.get("uninitialized", True)
-
-    def __call__(self, k: int, name: str, arg: DeviceArray) -> np.ndarray:
-        c = self.c
-        s = L.HEADER + k * L.SLOT_FIELDS
-        alloc = arg.allocation  # raises for a freed array
-        if alloc.memory is not self.memory:
-            raise InvalidDeviceArrayError(
-                f"argument '{name}' of kernel '{self.kernel.name}' lives on another backend's "
-                "device; copy it to the host and to this backend's device first")
-        if self.races and alloc.id in self.written:  # the records first: their error says how
-            alloc.race_records(alloc.id in self.read, f"'{name}'")  # to avoid them
-            c[s + L.S_WREC], c[s + L.S_RREC] = alloc.writers_address, alloc.readers_address
-        alloc.buffer()
-        base = alloc.address
-        c[s + L.S_BASE], c[s + L.S_END] = base, base + max(alloc.nbytes, 1)
-        c[s + L.S_SHIFT] = _shift(alloc.dtype.itemsize)
-        c[s + L.S_ITEMSIZE] = alloc.dtype.itemsize
-        c[s + L.S_WRITABLE] = 1
-        c[s + L.S_SPACE] = L.SPACE_GLOBAL
-        c[s + L.S_ELEMS] = alloc.count
-        if self.uninit and alloc.init_mask() is not None:
-            c[s + L.S_INIT], c[s + L.S_INIT_KIND] = alloc.init_mask_address, L.INIT_BYTE
-        self.infos[k] = SlotInfo(name, "global", arg.shape, arg.dtype, arg)
-        return arg.host_view()
+def _bind_array(kernel: SimKernel, memory: DeviceMemory, c: np.ndarray, infos: list, k: int,
+                name: str, arg: DeviceArray, flags: tuple) -> np.ndarray:
+    """Bind device array `arg` to slot `k` of the launch context (its bounds, element size,
+    race records and written-elements mask); the host view the compiled kernel gets.
+    flags: (races checked, uninitialised reads checked, ids written, ids read)."""
+    races, uninit, written, read = flags
+    s = L.HEADER + k * L.SLOT_FIELDS
+    alloc = arg.allocation  # raises for a freed array
+    if alloc.memory is not memory:
+        raise InvalidDeviceArrayError(
+            f"argument '{name}' of kernel '{kernel.name}' lives on another backend's "
+            "device; copy it to the host and to this backend's device first")
+    if races and alloc.id in written:  # the records first: their error says how to avoid them
+        alloc.race_records(alloc.id in read, f"'{name}'")
+        c[s + L.S_WREC], c[s + L.S_RREC] = alloc.writers_address, alloc.readers_address
+    alloc.buffer()
+    base = alloc.address
+    c[s + L.S_BASE], c[s + L.S_END] = base, base + max(alloc.nbytes, 1)
+    c[s + L.S_SHIFT] = _shift(alloc.dtype.itemsize)
+    c[s + L.S_ITEMSIZE] = alloc.dtype.itemsize
+    c[s + L.S_WRITABLE] = 1
+    c[s + L.S_SPACE] = L.SPACE_GLOBAL
+    c[s + L.S_ELEMS] = alloc.count
+    if uninit and alloc.init_mask() is not None:
+        c[s + L.S_INIT], c[s + L.S_INIT_KIND] = alloc.init_mask_address, L.INIT_BYTE
+    infos[k] = SlotInfo(name, "global", arg.shape, arg.dtype, arg)
+    return arg.host_view()
 
 
 def _tuple_arrays(value: tuple, label: str) -> list[tuple[str, DeviceArray]]:
@@ -442,11 +443,9 @@ def _tuple_arrays(value: tuple, label: str) -> list[tuple[str, DeviceArray]]:
 
 def _arrays(args: tuple) -> list[DeviceArray]:
     """Every device array among the arguments, those in tuples too."""
-    found = []
+    found = [arg for arg in args if isinstance(arg, DeviceArray)]
     for arg in args:
-        if isinstance(arg, DeviceArray):
-            found.append(arg)
-        elif isinstance(arg, tuple):
+        if isinstance(arg, tuple):
             found += [array for _, array in _tuple_arrays(arg, "")]
     return found
 
