@@ -162,8 +162,9 @@ def run(kernel: SimKernel, memory: DeviceMemory, workspace: Workspace, args: tup
     tpb = block[0] * block[1] * block[2]
     nblocks = grid[0] * grid[1] * grid[2]
     nslots = len(kernel.slots)
-    if any(isinstance(a, tuple) for a in args):  # arrays in tuples get slots of their own
-        nslots += sum(len(_tuple_arrays(a, "")) for a in args if isinstance(a, tuple))
+    for arg in args:
+        if isinstance(arg, tuple):  # arrays in tuples get slots of their own
+            nslots += len(_tuple_arrays(arg, ""))
     nsites = max(len(kernel.sites), 1)
     header = L.HEADER + nslots * L.SLOT_FIELDS
     c = np.zeros(header + nsites * L.SITE_FIELDS, np.int64)
@@ -368,13 +369,12 @@ def _bind(kernel: SimKernel, memory: DeviceMemory, args: tuple, checks: dict[str
                         f"({', '.join(kernel.param_names)}), got {len(args)}")
     written: set[int] = set()
     read: set[int] = set()
-    for name, arg in zip(kernel.param_names, args):
-        if isinstance(arg, DeviceArray):
-            arrays: Any = (arg,)
-        elif isinstance(arg, tuple):  # an array in a tuple is used as the tuple is
-            arrays = [array for _, array in _tuple_arrays(arg, "")]
-        else:
-            continue
+    # (label, array) of the arrays in each tuple argument, as `x[1]`; [] for other arguments
+    in_tuples = [_tuple_arrays(arg, name) if isinstance(arg, tuple) else []
+                 for name, arg in zip(kernel.param_names, args)]
+    for name, arg, leaves in zip(kernel.param_names, args, in_tuples):
+        # an array in a tuple is used as the tuple is
+        arrays = (arg,) if isinstance(arg, DeviceArray) else [array for _, array in leaves]
         r, w = kernel.param_usage.get(name, (True, True))
         for array in arrays:
             alloc_id = array.allocation.id
@@ -390,7 +390,7 @@ def _bind(kernel: SimKernel, memory: DeviceMemory, args: tuple, checks: dict[str
             values.append(_bind_array(kernel, memory, c, infos, k, name, arg, flags))
             continue
         infos[k] = SlotInfo(name, "none", (), np.dtype(np.int8))
-        leaves = _tuple_arrays(arg, name) if isinstance(arg, tuple) else []
+        leaves = in_tuples[k]
         if not leaves:
             values.append(_as_declared(kernel, k, arg))
             continue
@@ -443,9 +443,11 @@ def _tuple_arrays(value: tuple, label: str) -> list[tuple[str, DeviceArray]]:
 
 def _arrays(args: tuple) -> list[DeviceArray]:
     """Every device array among the arguments, those in tuples too."""
-    found = [arg for arg in args if isinstance(arg, DeviceArray)]
+    found = []
     for arg in args:
-        if isinstance(arg, tuple):
+        if isinstance(arg, DeviceArray):
+            found.append(arg)
+        elif isinstance(arg, tuple):
             found += [array for _, array in _tuple_arrays(arg, "")]
     return found
 

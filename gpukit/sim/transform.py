@@ -222,7 +222,8 @@ class UnitRewriter:
                 raise self._unsupported(self.fn, f"assigning to parameter '{name}', which "
                                                  "holds a function")
         self.params = [a.arg for a in args.args if a.arg not in self.bound]
-        self.locals = set(self.params) | assigned | ({self.vararg} if self.vararg else set())
+        passed = set(self.params) | ({self.vararg} if self.vararg else set())
+        self.locals = passed | assigned
         assigned_once = _assigned_once(self.fn)
         self.hints: dict[str, int] = {}
         self.counters: list[tuple[int, int, str]] = []  # (site, space, variable)
@@ -230,8 +231,7 @@ class UnitRewriter:
         for name, slot in (param_slots or {}).items():
             if name not in assigned_once and name not in _assigned_names(self.fn):
                 self.hints[name] = slot
-        self.tracked = sorted(_maybe_undefined(self.fn, set(self.params) | {self.vararg},
-                                               self.locals))
+        self.tracked = sorted(_maybe_undefined(self.fn, passed, self.locals))
         self._assigned_once = assigned_once
         self._resolved: dict[str, Any] = {}
 
