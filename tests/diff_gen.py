@@ -20,12 +20,16 @@ function is inlined, as the simulator inlines device functions, and computes it 
 not, as the oracle's device functions are not: the soak found that), and a
 float converted to an integer (`int()`, `np.int32()`, `round()`, a store into an integer local
 array) is first checked to be in range, since LLVM makes out-of-range and NaN conversions poison.
+A float `if`-expression converts its other side to float (Numba prunes the branch a constant
+condition never takes, so `(f if False else 0)` is an int there), and a literal base of a float
+`**` is written `np.float64(...)` (Python's compiler folds `(-2.5) ** 0.5` into a complex constant).
 Signed `+`, `-` and `*` may still overflow (undefined for the same `nsw` reason, though LLVM
 rarely has a way to exploit it here): a mismatch must be read with that in mind.
 """
 
 from __future__ import annotations
 
+import ast
 import itertools
 from dataclasses import dataclass, field
 
@@ -49,6 +53,15 @@ CMP = ("<", "<=", ">", ">=", "==", "!=")
 def kind_of_dtype(dtype: str) -> str:
     return "b" if dtype == "bool" else "f" if dtype.startswith("float") else "i"
 
+
+
+def _is_literal(text: str) -> bool:
+    """Whether a generated expression is a number literal (which Python's compiler folds)."""
+    try:
+        ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        return False
+    return True
 
 @dataclass
 class Device:
@@ -245,7 +258,10 @@ class Gen:
             exponent, kind = self.any_expr(scope, depth)
             if kind != "f":
                 exponent = f"(np.int64({exponent}) % 64)"
-            return f"({fsub()} ** {exponent})"
+            base = fsub()
+            if _is_literal(base):  # Python folds `(-2.5) ** 0.5` into a complex constant
+                base = f"np.float64({base})"
+            return f"({base} ** {exponent})"
         if what == "unary":
             op = self.pick(["-", "+", "abs"])
             return f"abs({fsub()})" if op == "abs" else f"({op}{fsub()})"
@@ -278,8 +294,10 @@ class Gen:
             self.features.add("minmax")
             other = self.expr(scope, self.pick(["i", "f"]), depth)  # not bool: numba-cuda
             return f"{self.pick(['min', 'max'])}({fsub()}, {other})"  # rejects min(x, True)
-        if what == "ifexp":
-            return f"({fsub()} if {self.expr(scope, 'b', depth)} else {num()})"
+        if what == "ifexp":  # Numba prunes a constant condition's other branch, so each
+            other, kind = self.any_expr(scope, depth)  # side must be a float by itself
+            other = other if kind == "f" else f"float({other})"
+            return f"({fsub()} if {self.expr(scope, 'b', depth)} else {other})"
         if what == "round":
             self.features.add("round")
             return f"round({fsub()}, {self.draw(st.integers(0, 3))})"
