@@ -580,16 +580,6 @@ def test_code_that_relies_on_numba_wrapping_a_negative_index_runs_without_that_c
         run(be, backward_difference, 1, 5, a, np.zeros(5))
 
 
-def doubled(a, out):
-    out[0] = a[0] * 2
-
-
-def test_float16_is_refused_in_words_not_with_numbas_internal_error(be):
-    with pytest.raises(UnsupportedKernelError, match=r"^kernel 'doubled' computes with float16 "
-                                                     r"\(half precision\), which gpukit's"):
-        run(be, doubled, 1, 1, np.ones(2, np.float16), np.zeros(1, np.float32))
-
-
 # -- functions and constants passed to device functions (numba-cuda's test_atomics does) ---------
 @cuda.jit(device=True)
 def apply_op(op, ary, i, v):

@@ -23,6 +23,8 @@ Other subscripts (tuples, records' fields by name) keep Numba's own meaning.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from numba import types
 from numba.core.errors import TypingError
@@ -459,7 +461,7 @@ def same_bits(old, new):
 @overload(same_bits, jit_options={'forceinline': True})
 def _ol_same_bits(old, new):
     if isinstance(old, types.Float):
-        return lambda old, new: old == new or (np.isnan(old) and np.isnan(new))
+        return lambda old, new: old == new or (math.isnan(old) and math.isnan(new))
     if isinstance(old, (types.Integer, types.Boolean, types.Complex)):
         return lambda old, new: old == new
     return lambda old, new: False

@@ -185,6 +185,11 @@ def module_namespace(key: str | None, tag: str, namespace: dict) -> dict:
     return module.__dict__
 
 
+def is_kernel_module(name: str) -> bool:
+    """Whether a module named `name` holds code the simulator generated from a kernel."""
+    return name.startswith(_MODULE_PREFIX)
+
+
 def driver_code(key: str | None, source: str, label: str) -> tuple[Any, bool]:
     """The driver's `source` compiled to Python code, and whether Numba may cache what it
     compiles from it on disk. With a key and a cache directory the code comes from a file named

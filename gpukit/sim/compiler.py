@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import KernelTypingError, typing_error_as
-from . import access, atomics, cudamath, intrinsics, lowlevel, names, regions, runtime, sync
+from . import access, atomics, cudamath, half, intrinsics, lowlevel, names, regions, runtime, sync
 from . import layout as L
 from .transform import (
     CTX,
@@ -92,6 +92,8 @@ for _axis in "xyz":
         RUNTIME[f"{P}{_what}_{_axis}"] = getattr(intrinsics, f"{_what}_{_axis}")
 for _op, _fn in atomics.ATOMICS.items():
     RUNTIME[f"{P}atomic_{_op}"] = _fn
+for _fp16, _fn in half.FP16.items():
+    RUNTIME[f"{P}fp16_{_fp16}"] = _fn
 
 
 @functools.cache

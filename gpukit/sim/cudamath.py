@@ -8,8 +8,9 @@ libdevice returns inf. So each `math.f(...)` numba-cuda types (its `numba.cuda.c
 templates) becomes `math_f(...)` here: the case numba-cuda's typing picks for the argument types
 decides the types the arguments are converted to and the type of the result, and the value is
 computed by a CPU function with the GPU's meaning (numpy's float functions, or the few written
-below). Results match libdevice wherever it is correctly rounded; `pow` with an integer exponent
-is computed as a float power, which may differ from libdevice's `powi` in the last bit.
+below; float16 is computed in float32 and rounded to half). Results match libdevice wherever it
+is correctly rounded; `pow` with an integer exponent is computed as a float power, which may
+differ from libdevice's `powi` in the last bit.
 """
 
 from __future__ import annotations
@@ -86,6 +87,12 @@ def _converter(t: types.Type) -> str:
     return f"np.{t}"
 
 
+def _computed_as(t: types.Type) -> str:
+    """The argument's conversion for the CPU function: float16 is computed in float32 (Numba's
+    CPU `math` has no half functions) and the result rounded to half."""
+    return "np.float32" if t == types.float16 else _converter(t)
+
+
 def _stub(name: str):
     """`math_<name>(a0, ...)`: an overloaded function with numba-cuda's types for math.<name>."""
     func = _SPECIAL.get(name, getattr(math, name))
@@ -99,7 +106,7 @@ def _stub(name: str):
         sig = cuda_case(name, tuple(args))
         if sig is None:
             return None
-        call = f"f({', '.join(f'{_converter(t)}(a{k})' for k, t in enumerate(sig.args))})"
+        call = f"f({', '.join(f'{_computed_as(t)}(a{k})' for k, t in enumerate(sig.args))})"
         ret = sig.return_type
         if isinstance(ret, types.BaseTuple):
             body = [f"    r = {call}",

@@ -321,12 +321,13 @@ def _compiled_driver(kernel: SimKernel, values: list) -> tuple[Any, tuple]:
                 kernel.without_regions()  # it keeps a tuple or a view across a barrier
                 driver = kernel.driver
                 driver.compile(full)
-            except NotImplementedError as exc:  # Numba's CPU target has no float16
+            except NotImplementedError as exc:  # no float16 on this CPU (gpukit.sim.half)
                 if str(exc) != "float16":
                     raise
                 raise UnsupportedKernelError(
                     f"kernel '{kernel.name}' computes with float16 (half precision), which "
-                    "gpukit's simulator does not simulate; use float32 in the simulator",
+                    "gpukit's simulator computes only on a CPU with half-precision conversions "
+                    "(x86 with F16C, or ARM64), and this one has none; use float32 here",
                     kernel=kernel.name) from None
         cache.remember_typechecked(kernel.key, str(sig))
     if None not in key and kernel.ready[0] is driver:

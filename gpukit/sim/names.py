@@ -101,6 +101,12 @@ def _build() -> dict[int, Intrinsic]:
     from .cudamath import templates  # math functions, typed as numba-cuda types them
     for name, (func, _) in templates().items():
         add(func, Intrinsic("pure", f"math.{name}", f"math_{name}"))
+    from numba.cuda import fp16
+
+    from .half import FP16  # cuda.fp16 functions
+    add(fp16, Intrinsic("namespace", "fp16"))
+    for name in FP16:
+        add(getattr(fp16, name), Intrinsic("pure", f"fp16.{name}", f"fp16_{name}"))
     return table
 
 

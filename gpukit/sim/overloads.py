@@ -23,15 +23,18 @@ from numba.core import types
 from numba.core.extending import overload
 from numba.core.typing.templates import infer_getattr, make_overload_method_template
 
+from . import cache
 from .intrinsics import popc
 
 _MIRRORED: set = set()
 
 
-def _in_simulator(context: Any) -> bool:
+def in_simulator(context: Any) -> bool:
     """True while the simulator compiles a kernel: a function it generated from the kernel's
-    source (named `<gpukit ...>`) is being typed, or calls what is being typed."""
+    source (named `<gpukit ...>`, or a driver kept in the cache directory, in a kernel's
+    module) is being typed, or calls what is being typed."""
     return any(frame.func_id.filename.startswith("<gpukit ")
+               or cache.is_kernel_module(frame.func_id.modname or "")
                for frame in context.callstack._stack)
 
 
@@ -46,19 +49,33 @@ def _from_numba_cuda_library(overload_func: Any) -> bool:
     return package in path.parents and (package / "tests") not in path.parents
 
 
-def _cpu_template(template: type) -> type:
-    from numba.core.typing import templates
-
-    base = templates.make_overload_template(
-        template.key, template._overload_func, template._jit_options, template._strict,
-        template._inline._inline, template.prefer_literal, target="cpu")
-
+def _in_simulator_only(base: type) -> type:
+    """The overload template `base`, applying only while the simulator compiles a kernel."""
     def generic(self, args, kws):
-        if not _in_simulator(self.context):
+        if not in_simulator(self.context):
             return None
         return base.generic(self, args, kws)
 
     return type(base)(base.__name__, (base,), {"generic": generic})
+
+
+def _cpu_template(template: type) -> type:
+    from numba.core.typing import templates
+
+    return _in_simulator_only(templates.make_overload_template(
+        template.key, template._overload_func, template._jit_options, template._strict,
+        template._inline._inline, template.prefer_literal, target="cpu"))
+
+
+def overload_in_simulator(func: Any, typer: Any) -> None:
+    """`@overload(func)` for the kernels the simulator compiles only (a "cpu" overload, so it
+    outranks Numba's generic ones there); Numba's CPU functions keep resolving as before."""
+    from numba.core.typing import templates
+
+    template = _in_simulator_only(templates.make_overload_template(
+        func, typer, {}, True, "never", target="cpu"))
+    templates.infer(template)
+    templates.infer_global(func, types.Function(template))
 
 
 def mirror_cuda_overloads() -> None:
@@ -93,7 +110,7 @@ def _bit_count_template() -> type:
                                          target="cpu")
 
     def _resolve(self, typ, attr):
-        if not _in_simulator(self.context):  # Numba's CPU functions have no int.bit_count()
+        if not in_simulator(self.context):  # Numba's CPU functions have no int.bit_count()
             return None
         return base._resolve(self, typ, attr)
 
