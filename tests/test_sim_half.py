@@ -241,3 +241,7 @@ def test_a_cpu_without_half_conversions_refuses_float16_in_words(tmp_path):
         "kernel 'doubled' computes with float16 (half precision), which gpukit's simulator "
         "computes only on a CPU with half-precision conversions (x86 with F16C, or ARM64), "
         "and this one has none; use float32 here"), out.stderr[-2000:]
+
+
+def test_the_simulator_reports_float16_as_a_feature():
+    assert CPUBackend("A100").supports_feature("float16")  # compute capability 8.0 >= 5.3

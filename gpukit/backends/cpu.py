@@ -28,6 +28,7 @@ from ..errors import (
     UnsupportedKernelError,
 )
 from ..launches import LaunchRecord
+from ..sim.half import supported as supported_half
 from ..sim.kernel import SimKernel, python_function
 from ..sim.launch import Workspace
 from ..sim.log import RecordLog
@@ -97,7 +98,9 @@ class CPUBackend(Backend):
         # the options of a launch that gives none (launch_kernel's common case), and the
         # device's limits: both fixed for the backend's life
         self.default_launch = launch_options({}, self.options)
-        self._capabilities = Capabilities.from_profile(self.profile, FEATURES)
+        half = {"float16"} if supported_half() and self.profile.compute_capability >= (5, 3) \
+            else set()  # as a GPU of compute capability 5.3 or later, where this CPU can
+        self._capabilities = Capabilities.from_profile(self.profile, FEATURES | half)
         budget = self.options.host_memory_budget_bytes or _default_host_budget()
         # the modeled schedule copies and kernels are placed on (gpukit.sim.streams.Timeline)
         self.modeled_timeline = Timeline(self.profile)
