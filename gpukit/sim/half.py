@@ -7,21 +7,23 @@ only:
 - **values**: a float16 is an LLVM `half`. On x86 LLVM computes `half` arithmetic, comparisons
   and conversions from float32 and integers with the F16C instructions (so a CPU without F16C
   keeps float16 refused, in words: `supported()`), and each result is rounded to half precision,
-  as a GPU's `add.f16` rounds it. Only float64 -> float16 has no instruction: LLVM calls a
-  compiler-rt routine Numba does not link. `_double_to_half` rounds once, correctly, instead:
-  to float32 with round-to-odd, then to half (an exact technique: float32 keeps more than twice
-  half's precision plus two bits; Boldo & Melquiond, "Emulation of FMA and correctly rounded
-  sums: proved algorithms using rounding to odd", IEEE Trans. Computers 57(4), 2008).
+  as a GPU's `add.f16` rounds it. Only float64 -> float16 has no instruction: LLVM calls
+  compiler-rt's `__truncdfhf2`, which Numba does not link, so this module gives Numba's JIT one:
+  `_double_to_half`, which rounds once, correctly: to float32 with round-to-odd, then to half
+  (an exact technique: float32 keeps at least twice half's precision plus two bits; Boldo &
+  Melquiond, "Emulation of FMA and correctly rounded sums: proved algorithms using rounding to
+  odd", IEEE Trans. Computers 57(4), 2008).
 - **types**: `half <op> half` is half for + - * / (and in place), unary - + and abs(), and a
   comparison is bool, exactly where numba-cuda's templates say so
   (`numba.cuda._internal.cuda_fp16`): both operands half, or the other one convertible to half
   exactly, by promotion or safely (an int8). Everything else falls to Numba's own rules, which
   numba-cuda shares: half * float32 is float32, half + 1 is float64. `float(h)` stays half.
-- **cuda.fp16**: each function of numba-cuda's `cuda.fp16` is computed in float32 (or float64
-  for `hfma`, whose product is exact there) and rounded to half. A GPU computes +, -, *, /,
-  sqrt, rint, floor, ceil, trunc, abs, neg, max, min and comparisons exactly this way; its
-  `hsin`, `hexp` ... are approximations that may differ from the correctly rounded value here in
-  the last bit.
+- **cuda.fp16**: each function of numba-cuda's `cuda.fp16` is computed in float32 and rounded to
+  half. A GPU computes +, -, *, /, sqrt, rint, floor, ceil, trunc, abs, neg, max, min and
+  comparisons exactly this way. `hfma` is computed in float64, where the product is exact and
+  the sum rounds once before the half rounding (it can differ from a fused result in the last
+  bit only where that first rounding lands on a tie); a GPU's `hsin`, `hexp` ... are
+  approximations that may differ from the correctly rounded value here in the last bit.
 
 The typing templates apply only while the simulator compiles a kernel (`overloads.in_simulator`):
 `numba.njit` code keeps Numba's own rules.
@@ -48,7 +50,8 @@ from numba.extending import register_jitable
 from .overloads import in_simulator, overload_in_simulator
 
 _ARITHMETIC = (operator.add, operator.iadd, operator.sub, operator.isub, operator.mul,
-               operator.imul, operator.truediv, operator.itruediv)
+               operator.imul)
+_DIVISION = (operator.truediv, operator.itruediv)
 _COMPARISONS = (operator.eq, operator.ne, operator.ge, operator.gt, operator.le, operator.lt)
 _UNARY = (abs, operator.abs, operator.neg, operator.pos)
 
@@ -176,10 +179,10 @@ def _register() -> None:
     # half under float(): both computed by functions, so that no lowering is registered
     # (numba-cuda's target takes third-party lowering from Numba's registry, and its half
     # is another LLVM type)
-    for op in (operator.truediv, operator.itruediv):
+    for op in _DIVISION:
         overload_in_simulator(op, _half_divide)
     overload_in_simulator(float, _half_float)
-    for op in _ARITHMETIC[:6] + _UNARY:
+    for op in _ARITHMETIC + _UNARY:
         infer_global(op)(_template(op, types.float16))
     for op in _COMPARISONS:
         infer_global(op)(_template(op, types.boolean))
