@@ -54,7 +54,6 @@ def kind_of_dtype(dtype: str) -> str:
     return "b" if dtype == "bool" else "f" if dtype.startswith("float") else "i"
 
 
-
 def _is_literal(text: str) -> bool:
     """Whether a generated expression is a number literal (which Python's compiler folds)."""
     try:
@@ -62,6 +61,7 @@ def _is_literal(text: str) -> bool:
     except (ValueError, SyntaxError):
         return False
     return True
+
 
 @dataclass
 class Device:

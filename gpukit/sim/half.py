@@ -118,7 +118,8 @@ def _unbox_half(typ, obj, c):  # a Python float or np.float16 passed for a float
     number = c.pyapi.number_float(obj)
     double = c.pyapi.float_as_double(number)
     c.pyapi.decref(number)
-    return NativeValue(_double_to_half(c.builder, double), is_error=c.pyapi.c_api_error())
+    half = c.builder.fptrunc(double, ir.HalfType())  # calls __truncdfhf2 (above)
+    return NativeValue(half, is_error=c.pyapi.c_api_error())
 
 
 def _box_half(typ, val, c):
@@ -204,21 +205,12 @@ def _f(x):
 
 
 @register_jitable
-def _max(a, b):  # __hmax: the other operand where one is NaN
+def _either(a, b, a_wins):  # __hmax and __hmin: the other operand where one is NaN
     if np.isnan(_f(a)):
         return b
     if np.isnan(_f(b)):
         return a
-    return a if _f(a) > _f(b) else b
-
-
-@register_jitable
-def _min(a, b):
-    if np.isnan(_f(a)):
-        return b
-    if np.isnan(_f(b)):
-        return a
-    return a if _f(a) < _f(b) else b
+    return a if a_wins else b
 
 
 # name -> its CPU function (compiled into kernels that call cuda.fp16.<name>)
@@ -230,7 +222,8 @@ FP16 = {name: register_jitable(fn) for name, fn in {
     "heq": lambda a, b: _f(a) == _f(b), "hne": lambda a, b: _f(a) != _f(b),
     "hge": lambda a, b: _f(a) >= _f(b), "hgt": lambda a, b: _f(a) > _f(b),
     "hle": lambda a, b: _f(a) <= _f(b), "hlt": lambda a, b: _f(a) < _f(b),
-    "hmax": _max, "hmin": _min,
+    "hmax": lambda a, b: _either(a, b, _f(a) > _f(b)),
+    "hmin": lambda a, b: _either(a, b, _f(a) < _f(b)),
     "hsin": lambda a: _h(math.sin(_f(a))), "hcos": lambda a: _h(math.cos(_f(a))),
     "htanh": lambda a: _h(math.tanh(_f(a))), "htanh_approx": lambda a: _h(math.tanh(_f(a))),
     "hlog": lambda a: _h(math.log(_f(a))), "hlog2": lambda a: _h(math.log2(_f(a))),
