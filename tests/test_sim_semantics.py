@@ -1006,3 +1006,56 @@ def test_fields_of_records_of_any_size_are_checked_by_their_record(be):
     np.testing.assert_array_equal(a["y"], 0.5 * np.arange(64))
     with pytest.raises(RaceConditionError, match=r"^data race on a\[0\]: thread \(1, 0, 0\)"):
         run(be, fill_record_zero, 1, 2, np.zeros(4, ODD_RECORD))
+
+
+# -- alignment= of shared and local arrays ---------------------------------------------------------
+@cuda.jit(device=True)
+def _aligned_scratch(out, t):
+    scratch = cuda.local.array(3, np.float64, alignment=128)
+    scratch[0] = 1.0
+    out[t, 2] = scratch.ctypes.data % 128
+
+
+def aligned_arrays(out):
+    t = cuda.threadIdx.x
+    first = cuda.shared.array(1, np.uint8)  # pushes the next one off a 16-byte boundary
+    tile = cuda.shared.array(5, np.float32, alignment=256)
+    mine = cuda.local.array(3, np.uint8, alignment=64)
+    first[0] = 1
+    tile[0] = 1.0
+    mine[0] = 1
+    cuda.syncthreads()  # threads then run one by one: each has its own local frame
+    out[t, 0] = tile.ctypes.data % 256
+    out[t, 1] = mine.ctypes.data % 64
+    _aligned_scratch(out, t)
+
+
+def test_alignment_places_shared_and_local_arrays_as_numba_cuda_does(be):
+    (out,) = run(be, aligned_arrays, 1, 8, np.full((8, 3), -1, np.int64))
+    assert (out == 0).all()
+
+
+def _declaring(alignment):
+    def declares(out):
+        a = cuda.local.array(2, np.uint64, alignment=alignment)
+        a[0] = 7
+        out[0] = a[0]
+    return declares
+
+
+@pytest.mark.parametrize(("alignment", "message"), [
+    (-16, "Alignment must be positive"), (0, "Alignment must be positive"),
+    (24, "Alignment must be a power of 2"), (4, "Alignment must be a multiple of 8"),
+])
+def test_an_invalid_alignment_gets_numba_cudas_error(be, alignment, message):
+    with pytest.raises(ValueError, match=f"^{message}$"):
+        run(be, _declaring(alignment), 1, 1, np.zeros(1, np.uint64))
+
+
+@pytest.mark.parametrize("alignment", ["16", 16.0])
+def test_an_alignment_that_is_no_integer_fails_numba_cudas_typing(be, alignment):
+    (out,) = run(be, _declaring(None), 1, 1, np.zeros(1, np.uint64))  # the same source: cached
+    assert out[0] == 7
+    with pytest.raises(numba.core.errors.TypingError, match="alignment must be a constant "
+                                                            "integer"):
+        run(be, _declaring(alignment), 1, 1, np.zeros(1, np.uint64))

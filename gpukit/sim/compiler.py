@@ -192,7 +192,8 @@ class KernelBuilder:
         body = rw.body(rw.fn.body)
         prologue = rw.prologue()
         prologue.insert(0, _assign(P + "fp", _call(P + "push_frame", _name(CTX),
-                                                   _const(rw.frame_bytes))))
+                                                   _const(rw.frame_bytes),
+                                                   _const(rw.frame_align))))
         epilogue = [ast.Expr(_call(P + "FLUSH")),
                     ast.Expr(_call(P + "pop_frame", _name(CTX), _name(P + "fp")))]
         if body and isinstance(body[-1], ast.Return):
@@ -200,7 +201,7 @@ class KernelBuilder:
         body = replace_flush(body + epilogue, rw.flush())
         unit.source = _function_source(unit.name, rw.params, prologue + body, rw.vararg)
         unit.namespace = rw.namespace
-        unit.frame_bytes = rw.frame_bytes
+        unit.frame_bytes, unit.frame_align = rw.frame_bytes, rw.frame_align
         unit.calls = rw.calls
         return unit
 

@@ -232,9 +232,10 @@ def local_array(c, frame, offset, nbytes, dtype, shape):
 
 
 @register_jitable
-def push_frame(c, nbytes):
-    """Reserve a device function's local frame on the thread's stack; returns its address."""
-    sp = c[L.LOCAL_SP]
+def push_frame(c, nbytes, align):
+    """Reserve a device function's local frame on the thread's stack, at an address that is a
+    multiple of `align` (a power of 2: its local arrays' `alignment=`); returns the address."""
+    sp = (c[L.LOCAL_SP] + align - 1) & -align
     if sp + nbytes > thread_frame(c) + c[L.LOCAL_SIZE]:
         fail(c, L.E_LOCAL_OVERFLOW, 0, nbytes, c[L.LOCAL_SIZE], 0, 0, 0)
     c[L.LOCAL_SP] = sp + nbytes

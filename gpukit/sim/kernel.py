@@ -65,6 +65,7 @@ class SimKernel:
         self.sites = build.sites
         self.slots = build.slots
         self.static_shared_bytes = build.static_shared_bytes
+        self.shared_align, self.local_align = build.shared_align, build.local_align
         self.dynamic_shared = build.dynamic_shared
         self.uses_fences = build.uses_fences
         self.print_strings = build.print_strings
@@ -73,6 +74,7 @@ class SimKernel:
         self.shared_lines = [s.lineno for s in build.slots if s.kind == "shared"]
         self.local_slot = build.local_slot
         self.local_decls = build.local_decls
+        self.unemitted = tuple(build.unemitted)
         self.generator = self.unit.generator
         self.local_kernel_bytes = self.unit.frame_bytes
         self.local_bytes = self.unit.frame_bytes + _call_depth(self.unit, ())
@@ -89,7 +91,8 @@ class SimKernel:
                                            len(self.slots), self.regions)
         # what the compiled code depends on (None: a global that cannot be fingerprinted)
         self.jit_options = jit_options()
-        self.key = cache.content_key(self.units, self.driver_source, self.jit_options)
+        self.key = cache.content_key(self.units, self.driver_source,
+                                     {**self.jit_options, "unemitted": self.unemitted})
 
     def without_regions(self) -> None:
         """Run as generators from now on: a value the kernel keeps across a barrier is not a
@@ -144,7 +147,9 @@ def _call_depth(unit: Unit, active: tuple) -> int:
     for callee in unit.calls:
         if callee in active or callee is unit:
             return MAX_RECURSIVE_FRAME
-        deepest = max(deepest, callee.frame_bytes + _call_depth(callee, (*active, unit)))
+        # a frame may start up to frame_align - 1 bytes on, to be aligned (push_frame)
+        deepest = max(deepest, callee.frame_align + callee.frame_bytes +
+                      _call_depth(callee, (*active, unit)))
     return min(deepest, MAX_RECURSIVE_FRAME)
 
 

@@ -485,7 +485,8 @@ def _shared(kernel: SimKernel, ws: Workspace, c: np.ndarray, dynamic: int,
             infos: list[SlotInfo]) -> None:
     static = kernel.static_shared_bytes
     total = -(-static // 16) * 16 + dynamic
-    c[L.SHARED_BASE] = ws.address("shared", total + 16)
+    align = kernel.shared_align  # 16, or an `alignment=` larger than that
+    c[L.SHARED_BASE] = _aligned(ws.address("shared", total + 16 + align), align)
     c[L.SHARED_STATIC] = -(-static // 16) * 16
     c[L.DYN_SHARED] = dynamic
     for k, spec in enumerate(kernel.slots):
@@ -511,10 +512,16 @@ def _shared(kernel: SimKernel, ws: Workspace, c: np.ndarray, dynamic: int,
         infos[k] = SlotInfo(spec.label, "shared", shape, spec.dtype)
 
 
+def _aligned(n: int, align: int) -> int:
+    """`n` rounded up to a multiple of `align` (a power of 2)."""
+    return (n + align - 1) & -align
+
+
 def _local(kernel: SimKernel, ws: Workspace, c: np.ndarray, tpb: int, infos: list) -> None:
-    per_thread = -(-max(kernel.local_bytes, 8) // 16) * 16
+    align = kernel.local_align  # every thread's frame starts at a multiple of it
+    per_thread = _aligned(max(kernel.local_bytes, 8), align)
     threads = tpb if kernel.generator else 1
-    base = ws.address("local", per_thread * threads + 16)
+    base = _aligned(ws.address("local", per_thread * threads + align), align)
     init = ws.address("localinit", per_thread * threads + 16)
     k = kernel.local_slot
     s = L.HEADER + k * L.SLOT_FIELDS

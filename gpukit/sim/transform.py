@@ -95,6 +95,7 @@ class Unit:
     source: str = ""
     namespace: dict = field(default_factory=dict)
     frame_bytes: int = 0  # its own local arrays
+    frame_align: int = 16  # the alignment its frame needs (the largest of its local arrays')
     generator: bool = False
     calls: list[Unit] = field(default_factory=list)
     region_vars: tuple[str, ...] | None = None  # run region by region: what threads keep
@@ -109,12 +110,17 @@ class Build:
     slots: list[SlotSpec] = field(default_factory=list)
     units: dict = field(default_factory=dict)  # py_func -> Unit
     static_shared_bytes: int = 0
+    shared_align: int = 16  # the alignment shared memory needs (`alignment=` may raise it)
+    local_align: int = 16  # the same for every local frame
     dynamic_shared: bool = False
     uses_fences: bool = False
     print_strings: dict = field(default_factory=dict)  # (site, arg) -> literal text
     local_slot: int = -1  # the slot of the local-memory arena
     site_slots: dict = field(default_factory=dict)  # site -> slot, where the transform knows it
     local_decls: list = field(default_factory=list)  # the kernel's own local arrays
+    # what the rewrite read but the generated code does not show (`alignment=` values): numba-
+    # cuda's typing of the original function sees them, so the cache key must too
+    unemitted: list = field(default_factory=list)
     counter: int = 0
 
     def fresh(self, base: str) -> str:
@@ -205,6 +211,7 @@ class UnitRewriter:
         self.frame = frame  # the expression naming this function's local frame
         self.namespace: dict[str, Any] = {}
         self.frame_bytes = 0
+        self.frame_align = 16
         self.calls: list[Unit] = []
         args = self.fn.args
         if args.kwarg or args.kwonlyargs or args.posonlyargs:
@@ -879,6 +886,8 @@ class UnitRewriter:
         owner = self.frame_owner or self
         offset = -(-owner.frame_bytes // align) * align
         owner.frame_bytes = offset + nbytes
+        owner.frame_align = max(owner.frame_align, align)
+        self.build.local_align = max(self.build.local_align, align)
         return owner.frame_expr(), offset
 
     def sync_call(self, call: ast.Call, spec: names.Intrinsic) -> tuple[list[ast.stmt], ast.expr]:
@@ -1187,7 +1196,8 @@ class _ExprRewriter(ast.NodeTransformer):
         raise self.rw._unsupported(node, f"a {what} that is not a compile-time constant "
                                          "(numba-cuda needs constants here too)")
 
-    def _array_args(self, node: ast.Call) -> tuple[Any, Any]:
+    def _array_args(self, node: ast.Call) -> tuple[Any, Any, int]:
+        """(shape, dtype, the alignment its first element needs) of an array declaration."""
         args = list(node.args)
         kw = {k.arg: k.value for k in node.keywords}
         shape_node = args[0] if args else kw.get("shape")
@@ -1198,11 +1208,15 @@ class _ExprRewriter(ast.NodeTransformer):
         dtype = self._static_value(dtype_node, "dtype")
         if isinstance(shape, (int, np.integer)):
             shape = (int(shape),)
-        return tuple(int(s) for s in shape), dtype
+        align_node = args[2] if len(args) > 2 else kw.get("alignment")
+        asked = None if align_node is None else self._static_value(align_node, "alignment")
+        self.rw.build.unemitted.append(repr(asked))
+        align = max(_np_dtype(dtype).alignment, 8, _valid_alignment(asked) or 0)
+        return tuple(int(s) for s in shape), dtype, align
 
     def _shared(self, node: ast.Call) -> ast.expr:
         rw = self.rw
-        shape, dtype = self._array_args(node)
+        shape, dtype, align = self._array_args(node)
         np_dtype = _np_dtype(dtype)
         label = rw._label or "shared"
         dt = rw.constant(dtype, "dt")
@@ -1217,9 +1231,9 @@ class _ExprRewriter(ast.NodeTransformer):
                          _call(P + "shared_static_bytes", _name(CTX)), dt,
                          _const(np_dtype.itemsize))
         nbytes = int(np.prod(shape)) * np_dtype.itemsize
-        align = max(np_dtype.alignment, 8)
         offset = -(-rw.build.static_shared_bytes // align) * align
         rw.build.static_shared_bytes = offset + nbytes
+        rw.build.shared_align = max(rw.build.shared_align, align)
         slot = rw.build.slot(SlotSpec("shared", label, offset=offset, shape=shape,
                                       dtype=np_dtype, nbytes=nbytes, lineno=node.lineno))
         if rw._label:
@@ -1228,10 +1242,10 @@ class _ExprRewriter(ast.NodeTransformer):
 
     def _local(self, node: ast.Call) -> ast.expr:
         rw = self.rw
-        shape, dtype = self._array_args(node)
+        shape, dtype, align = self._array_args(node)
         np_dtype = _np_dtype(dtype)
         nbytes = int(np.prod(shape)) * np_dtype.itemsize
-        frame, offset = rw.frame_alloc(nbytes, max(np_dtype.alignment, 8))
+        frame, offset = rw.frame_alloc(nbytes, align)
         if rw._label and rw._label in rw._assigned_once:
             rw.hints[rw._label] = rw.build.local_slot
         if (rw.frame_owner or rw).is_kernel:  # kernel frames are at fixed offsets: name them
@@ -1285,6 +1299,22 @@ class _ConstFolder(ast.NodeTransformer):
         if static is not None and isinstance(static.obj, (int, float, np.integer)):
             return ast.copy_location(_const(int(static.obj)), node)
         return node
+
+
+def _valid_alignment(value: Any) -> int | None:
+    """`alignment=` of a shared or local array, checked as numba-cuda checks it when it compiles
+    the declaration (same ValueErrors). Not an int: numba-cuda's typing rejects it (a
+    TypingError from the kernel's typing, which gpukit runs), so it is left to that."""
+    if value is None or isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        return None
+    value = int(value)
+    if value <= 0:
+        raise ValueError("Alignment must be positive")
+    if value & (value - 1):
+        raise ValueError("Alignment must be a power of 2")
+    if value % 8:  # numba-cuda: a multiple of the size of a pointer
+        raise ValueError("Alignment must be a multiple of 8")
+    return value
 
 
 def _np_dtype(dtype: Any) -> np.dtype:
