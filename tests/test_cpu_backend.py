@@ -8,6 +8,7 @@ import math
 import os
 import re
 import warnings
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -464,6 +465,43 @@ def test_bad_backend_options():
         CPUBackend(schedule="random")
     with pytest.raises(ValueError, match="watchdog_s must be a positive number of seconds or None"):
         CPUBackend(watchdog_s=-1)
+
+
+def _double(a):
+    i = cuda.grid(1)
+    if i < a.shape[0]:
+        a[i] = a[i] * 2
+
+
+def test_a_dispatchers_launch_bounds_are_honoured_as_on_a_gpu():
+    bounded = cuda.jit(launch_bounds=64)(_double)
+    backend = CPUBackend()
+    dev = backend.to_device(np.ones(128, np.float32))
+    backend.launch_kernel(bounded, 2, 64, dev)
+    np.testing.assert_array_equal(backend.to_host(dev), 2)
+    with pytest.raises(LaunchConfigError, match=re.escape(
+            "kernel '_double': block 128 has 128 threads, more than the 64 its launch bounds "
+            "allow (cuda.jit(launch_bounds=64)); a GPU refuses this launch with "
+            "CUDA_ERROR_INVALID_VALUE")):
+        backend.launch_kernel(bounded, 1, 128, dev)
+    backend.launch_kernel(_double, 1, 128, dev)  # the plain function has no bounds
+
+
+def test_threads_that_copy_and_launch_at_once_take_turns():
+    backend = CPUBackend()
+
+    def one(k):
+        dev = backend.to_device(np.full(64, k, np.float32))
+        backend.launch_kernel(_double, 1, 64, dev)
+        out = backend.to_host(dev)
+        backend.free(dev)
+        return out
+
+    with ThreadPoolExecutor(8) as pool:
+        results = list(pool.map(one, range(32)))
+    for k, out in enumerate(results):
+        np.testing.assert_array_equal(out, 2 * k)
+    assert backend.launches.total == 32 and backend.memory.used_bytes == 0
 
 
 # -- status, capabilities, profiles ---------------------------------------------------------------

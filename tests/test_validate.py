@@ -14,8 +14,10 @@ from gpukit.backends.validate import (
     check_copy_target,
     check_host_array,
     check_launch,
+    check_launch_bounds,
     normalize_dim3,
     normalize_dtype,
+    normalize_launch_bounds,
     normalize_shape,
 )
 from gpukit.errors import GpukitError, LaunchConfigError, TransferError
@@ -167,3 +169,27 @@ def test_check_launch():
 def test_check_launch_errors(grid, block, shared, message):
     with pytest.raises(LaunchConfigError, match=message):
         check_launch("k", grid, block, shared, T4_LIKE)
+
+
+@pytest.mark.parametrize(("value", "expected"), [
+    (None, ()), (128, (128,)), ((128,), (128,)), ((128, 2), (128, 2)), ([64, 2, 4], (64, 2, 4)),
+])
+def test_normalize_launch_bounds(value, expected):
+    assert normalize_launch_bounds(value) == expected
+
+
+def test_too_many_launch_bounds_get_numba_cudas_error():
+    with pytest.raises(ValueError, match=r"^Got 4 launch bounds: \(128, 2, 4, 8\)\. A maximum of "
+                                         r"three are supported: \(max_threads_per_block, "
+                                         r"min_blocks_per_sm, max_blocks_per_cluster\)$"):
+        normalize_launch_bounds((128, 2, 4, 8))
+
+
+def test_a_block_beyond_the_launch_bounds_is_refused_as_a_gpu_refuses_it():
+    check_launch_bounds("k", (8, 16), 128)  # 128 threads: allowed
+    check_launch_bounds("k", 1024, None)  # no bounds
+    with pytest.raises(LaunchConfigError, match=(
+            r"^kernel 'k': block \(16, 16\) has 256 threads, more than the 128 its launch bounds "
+            r"allow \(cuda.jit\(launch_bounds=\(128, 2\)\)\); a GPU refuses this launch with "
+            r"CUDA_ERROR_INVALID_VALUE$")):
+        check_launch_bounds("k", (16, 16), (128, 2))

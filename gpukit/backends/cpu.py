@@ -10,8 +10,10 @@ simulation's wall time, and modeled GPU times are labelled as such (see `gpukit.
 
 from __future__ import annotations
 
+import functools
 import math
 import os
+import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable
@@ -45,6 +47,7 @@ from .validate import (
     check_array_size,
     check_copy_target,
     check_host_array,
+    check_launch_bounds,
     normalize_dtype,
     normalize_shape,
 )
@@ -67,6 +70,16 @@ def _default_host_budget() -> int:
     except (ValueError, OSError, AttributeError):
         physical = 8 << 30
     return int(physical * 0.5)
+
+
+def _one_thread_at_a_time(method: Callable) -> Callable:
+    """Host threads that launch, copy or allocate at once take turns, as a GPU context serialises
+    the API calls of threads sharing it (numba-cuda lets several threads launch one kernel)."""
+    @functools.wraps(method)
+    def serialised(self: CPUBackend, *args: Any, **kwargs: Any) -> Any:
+        with self._lock:
+            return method(self, *args, **kwargs)
+    return serialised
 
 
 class CPUBackend(Backend):
@@ -115,6 +128,7 @@ class CPUBackend(Backend):
         self.workspace = Workspace()  # the simulator's scratch memory, reused by every launch
         self._last_error: str | None = None
         self._initialized = True
+        self._lock = threading.RLock()  # see _one_thread_at_a_time
 
     # the constructor's options, as the simulator uses them
     checks = property(lambda self: dict(self.options.checks))
@@ -161,6 +175,7 @@ class CPUBackend(Backend):
         shape = normalize_shape(shape)
         return self._new_array(shape, normalize_dtype(dtype), initialized=False)
 
+    @_one_thread_at_a_time
     def _new_array(self, shape: tuple[int, ...], dtype: np.dtype, initialized: bool,
                    fortran: bool = False) -> DeviceArray:
         check_array_size(shape, dtype)
@@ -168,6 +183,7 @@ class CPUBackend(Backend):
         strides = (f_strides if fortran else c_strides)(shape, dtype.itemsize)
         return DeviceArray(alloc, shape, strides)
 
+    @_one_thread_at_a_time
     def to_device(self, array: Any, *, stream: Any = None, implicit: bool = False) -> DeviceArray:
         """A device copy of a numpy array (C or Fortran order is kept; any byte order).
 
@@ -190,6 +206,7 @@ class CPUBackend(Backend):
                                     implicit=implicit, stream=stream)
         return dev
 
+    @_one_thread_at_a_time
     def to_host(self, array: Any, out: np.ndarray | None = None, *, stream: Any = None,
                 implicit: bool = False) -> np.ndarray:
         """A numpy copy of a device array (or a copy into `out`, of any byte order; pinned `out`
@@ -207,6 +224,7 @@ class CPUBackend(Backend):
                                     implicit=implicit, stream=stream)
         return out
 
+    @_one_thread_at_a_time
     def copy_to_device(self, host: np.ndarray, target: DeviceArray, *,
                        stream: Any = None) -> DeviceArray:
         """Copy a numpy array into an existing device array of the same shape and dtype."""
@@ -220,6 +238,7 @@ class CPUBackend(Backend):
         self.memory.record_transfer("h2d", dev.nbytes, pinned=pinned, stream=stream)
         return dev
 
+    @_one_thread_at_a_time
     def free(self, array: Any) -> None:
         dev = self._own(array, "free", allow_freed=True)
         if not dev.is_freed and dev.is_view:
@@ -283,6 +302,7 @@ class CPUBackend(Backend):
             self.free(device)
 
     # -- kernels ---------------------------------------------------------------------------
+    @_one_thread_at_a_time
     def compile_kernel(self, func: Callable, signature: Any = None) -> CPUKernel:
         """A simulator kernel from a Numba CUDA kernel (plain function or @cuda.jit)."""
         if isinstance(func, CPUKernel):
@@ -309,12 +329,18 @@ class CPUBackend(Backend):
                 self._kernels.popitem(last=False)
         return kernel
 
+    @_one_thread_at_a_time
     def launch_kernel(self, kernel: Any, grid: Any, block: Any, *args: Any,
                       **options: Any) -> LaunchRecord:
         """Launch; options: stream, dynamic_shared_bytes, checks, schedule, seed, watchdog_s,
         flops (the kernel's floating-point operations, for the modeled time) and trace."""
         try:
-            record = launch(self, self.compile_kernel(kernel), grid, block, args, options)
+            compiled = self.compile_kernel(kernel)
+            options_of_dispatcher = getattr(kernel, "targetoptions", None)
+            if options_of_dispatcher:  # @cuda.jit(launch_bounds=...)
+                check_launch_bounds(compiled.name, block,
+                                    options_of_dispatcher.get("launch_bounds"))
+            record = launch(self, compiled, grid, block, args, options)
         except Exception as exc:
             self._last_error = f"{type(exc).__name__}: {exc}"
             raise

@@ -223,6 +223,33 @@ def check_launch(kernel_name: str, grid: Any, block: Any, dynamic_shared_bytes: 
     return grid3, block3
 
 
+def normalize_launch_bounds(value: Any) -> tuple[int, ...]:
+    """`cuda.jit(launch_bounds=...)` as a tuple (max threads per block, then optionally min
+    blocks per SM and max blocks per cluster); numba-cuda's ValueError for more than three."""
+    if value is None:
+        return ()
+    bounds = (value,) if isinstance(value, int) else tuple(value)
+    if len(bounds) > 3:
+        raise ValueError(  # numba-cuda's words (numba.cuda.cudadrv.nvvm.set_launch_bounds)
+            f"Got {len(bounds)} launch bounds: {value}. A maximum of three are supported: "
+            "(max_threads_per_block, min_blocks_per_sm, max_blocks_per_cluster)")
+    return bounds
+
+
+def check_launch_bounds(kernel_name: str, block: Any, value: Any) -> None:
+    """A block with more threads than the kernel's launch bounds allow: a GPU refuses the
+    launch (CUDA_ERROR_INVALID_VALUE), so the simulator does too (`LaunchConfigError`)."""
+    bounds = normalize_launch_bounds(value)
+    if not bounds:
+        return
+    x, y, z = normalize_dim3(block, f"kernel '{kernel_name}': block")
+    if x * y * z > bounds[0]:
+        raise LaunchConfigError(
+            f"kernel '{kernel_name}': block {block!r} has {x * y * z} threads, more than the "
+            f"{bounds[0]} its launch bounds allow (cuda.jit(launch_bounds={value!r})); a GPU "
+            "refuses this launch with CUDA_ERROR_INVALID_VALUE")
+
+
 def check_dynamic_shared_bytes(kernel_name: str, value: Any, limit: int | None = None,
                                device: str = "the device") -> int:
     """`value` as an int from 0 to `limit` (the device's shared memory per block; None: no
