@@ -29,6 +29,8 @@ class LaunchRecord:
     None on a GPU: computed at launch with the occupancy calculator's default registers;
     `gpukit.timing.model_launch(profile, record)` redoes it (with ptxas occupancy once
     `record.occupancy` has been asked for). `model_facts` are what the model read of the launch.
+    `signature` holds the Numba types of the arguments the simulator ran the kernel with (empty
+    on a GPU).
     """
 
     kernel: str
@@ -43,6 +45,7 @@ class LaunchRecord:
     extra: dict[str, Any] = field(default_factory=dict)
     timings: dict[str, float] = field(default_factory=dict)
     backend: str = ""
+    signature: tuple = ()
     # () -> (Occupancy or None, source): how this launch's theoretical occupancy is worked out
     occupancy_of: Callable[[], tuple[Any, str | None]] | None = field(
         default=None, repr=False, compare=False)

@@ -18,7 +18,7 @@ import pytest
 from numba import cuda
 
 import gpukit
-from gpukit.errors import OutOfBoundsError, RaceConditionError, UnsupportedKernelError
+from gpukit.errors import OutOfBoundsError, RaceConditionError
 from gpukit.simulate import patching
 from gpukit.simulate.session import SimulationNotActiveError
 
@@ -105,20 +105,6 @@ def test_dispatchers_made_before_the_simulation_launch_on_it():
         double[1, 32](d)
         np.testing.assert_array_equal(d.copy_to_host(), np.arange(8.0) * 2)
         assert [r.kernel for r in simulation.launches] == ["double"]
-
-
-def test_inspecting_gpu_code_says_the_simulator_compiles_none():
-    with gpukit.simulate():
-        @cuda.jit("void(float64[:])")
-        def double(a):
-            a[0] *= 2
-
-        double[1, 1](np.ones(1))
-        for inspect in (double.inspect_asm, double.inspect_sass, double.inspect_llvm):
-            with pytest.raises(UnsupportedKernelError, match=rf"^{inspect.__name__}\(\) of "
-                                                             "kernel 'double': gpukit's simulator "
-                                                             "compiles no GPU code"):
-                inspect()
 
 
 class _InOnly:

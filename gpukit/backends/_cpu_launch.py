@@ -79,6 +79,7 @@ def launch(backend: Any, kernel: CPUKernel, grid: Any, block: Any, args: tuple,
         record = LaunchRecord(
             kernel.name, grid3, block3, shared, opts.stream, result.wall_ms, result.stats,
             dict(opts.checks), opts.schedule, timings={"wall": result.wall_ms}, backend=backend.name,
+            signature=result.signature,
             occupancy_of=_occupancy_of(backend.profile, kernel, result.signature, block3,
                                        shared, result.stats))
         if opts.flops is not None:

@@ -15,11 +15,13 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import GpukitError, UnsupportedKernelError
+from ..backends.validate import normalize_launch_bounds
+from ..errors import GpukitError
 from ..sim.compiler import cuda_typecheck
 from ..sim.device_array import DeviceArray
 from ..sim.kernel import is_device_function
 from .arrays import SimNDArray, is_mapped
+from .compiled import overloads_of
 from .session import current
 from .tracebacks import user_stacklevel
 
@@ -65,9 +67,16 @@ def jit(func_or_sig: Any = None, device: bool = False, inline: Any = "never",
         if device:
             _compile_device(dispatcher, parsed)
         else:  # numba-cuda compiles now: a kernel it rejects fails here, with its reason
+            normalize_launch_bounds(launch_bounds)
             for argtypes, _ in parsed:
                 cuda_typecheck(dispatcher.py_func, tuple(argtypes))
         dispatcher._gpukit_signatures = [argtypes for argtypes, _ in parsed]
+        if not device:  # listed in overloads, compiled by numba-cuda when looked at
+            for argtypes in dispatcher._gpukit_signatures:
+                overloads_of(dispatcher).note(tuple(argtypes))
+            # as numba-cuda: one signature (not a list) makes a specialized dispatcher
+            dispatcher._specialized = sigutils.is_signature(func_or_sig)
+            dispatcher.disable_compile()
         return dispatcher
 
     return decorate
@@ -131,12 +140,14 @@ class SimForAll:
 
 def _forall_block_size(dispatcher: Any, sharedmem: int) -> int:
     """The block size numba-cuda would ask the driver for (cudaOccupancyMaxPotentialBlockSize),
-    computed by gpukit's occupancy calculator for the simulated device."""
+    computed by gpukit's occupancy calculator for the simulated device, within the launch bounds."""
     from ..occupancy import best_block_size
     sim = current(required=True)
     kernel = sim.backend.compile_kernel(dispatcher)
     shared = kernel.static_shared_bytes + int(sharedmem)
-    return best_block_size(sim.profile, FORALL_REGISTERS_PER_THREAD, shared)[1]
+    bounds = normalize_launch_bounds(dispatcher.targetoptions.get("launch_bounds"))
+    return best_block_size(sim.profile, FORALL_REGISTERS_PER_THREAD, shared,
+                           max_block_size=bounds[0] if bounds else 0)[1]
 
 
 def _warn_low_occupancy(griddim: Any) -> None:
@@ -161,12 +172,14 @@ def launch(dispatcher: Any, griddim: Any, blockdim: Any, stream: Any, sharedmem:
     sim = current(required=True)
     if is_device_function(dispatcher):
         raise RuntimeError("Cannot compile a device function as a kernel")  # numba-cuda's error
-    kernel = sim.backend.compile_kernel(dispatcher)
+    sim.backend.compile_kernel(dispatcher)  # a kernel it cannot run fails before any copy
     retr: list = []  # numba-cuda's write-backs that extensions register, run after the launch
     args = _extended(dispatcher, args, stream, retr)
     values, copies = _arguments(sim, dispatcher, args, stream)
-    record = sim.backend.launch_kernel(kernel, griddim, blockdim, *values, stream=stream or 0,
-                                       dynamic_shared_bytes=sharedmem)
+    record = sim.backend.launch_kernel(dispatcher, griddim, blockdim, *values,
+                                       stream=stream or 0, dynamic_shared_bytes=sharedmem)
+    if signatures_of(dispatcher) is None:  # numba-cuda compiles one overload per launch types
+        overloads_of(dispatcher).note(record.signature)
     for device, host in copies:
         device.copy_to_host(host, stream=stream)
     for write_back in retr:
@@ -341,27 +354,22 @@ def dispatcher_call(self: Any, args: tuple, launch_config: Any) -> None:
 
 
 def dispatcher_specialize(self: Any, *args: Any) -> Any:
-    """Specialising compiles for a GPU; on the simulator the dispatcher serves as it is."""
-    return self
-
-
-def _no_gpu_code(method: str) -> Any:
-    def inspect_gpu_code(self: Any, *args: Any, **kwargs: Any) -> Any:
-        name = getattr(getattr(self, "py_func", None), "__name__", "?")
-        raise UnsupportedKernelError(
-            f"{method}() of kernel '{name}': gpukit's simulator compiles no GPU code (PTX, "
-            "SASS, LTO-IR or NVVM's LLVM IR), so there is none to inspect; run on a GPU with "
-            "numba-cuda to see it", kernel=name)
-    inspect_gpu_code.__name__ = inspect_gpu_code.__qualname__ = method
-    return inspect_gpu_code
-
-
-# the GPU code's inspectors: numba-cuda would compile for a GPU (and fail without one)
-dispatcher_inspect_asm = _no_gpu_code("inspect_asm")
-dispatcher_inspect_llvm = _no_gpu_code("inspect_llvm")
-dispatcher_inspect_lto_ptx = _no_gpu_code("inspect_lto_ptx")
-dispatcher_inspect_sass = _no_gpu_code("inspect_sass")
-dispatcher_inspect_sass_cfg = _no_gpu_code("inspect_sass_cfg")
+    """numba-cuda's `specialize`: a dispatcher for these arguments' types only (kept per compute
+    capability and types), listed in its `overloads` and compiled by numba-cuda when looked at."""
+    from numba.cuda.dispatcher import CUDADispatcher
+    if self.specialized:
+        raise RuntimeError("Dispatcher already specialized")  # numba-cuda's error
+    argtypes = tuple(self.typeof_pyval(a) for a in args)
+    key = (current(required=True).profile.compute_capability, argtypes)
+    specialization = self.specializations.get(key)
+    if specialization is None:
+        specialization = CUDADispatcher(self.py_func, targetoptions=self.targetoptions)
+        overloads_of(specialization).note(argtypes)
+        specialization.disable_compile()
+        specialization._specialized = True
+        specialization._gpukit_signatures = [argtypes]
+        self.specializations[key] = specialization
+    return specialization
 
 
 def is_sim_array(value: Any) -> bool:

@@ -12,11 +12,12 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-# (module, "CUDADispatcher", "Driver" or "_Runtime", attribute, replacement in gpukit.simulate,
-#  why)
+# (module, "CUDADispatcher", "CUDACodeLibrary", "Driver" or "_Runtime", attribute,
+#  replacement in gpukit.simulate, why)
 _HOST = "host_api"
 _DISPATCH = "dispatch"
 _NRT = "nrt"
+_COMPILED = "compiled"
 _NAMES_HOST = (
     "is_available", "cuda_error", "is_supported_version", "detect", "list_devices",
     "select_device", "get_current_device", "current_context", "close", "synchronize",
@@ -56,11 +57,9 @@ PATCHED: list[tuple[str, str, str, str, str]] = [
      "launches configured before the simulation started"),
     ("CUDADispatcher", "specialize", _DISPATCH, "dispatcher_specialize",
      "specialising compiles for a real GPU"),
-    *[("CUDADispatcher", name, _DISPATCH, f"dispatcher_{name}",
-       ("the simulator compiles no GPU code to inspect: a clear error instead of numba-cuda "
-        "compiling for a GPU (or a KeyError for a signature it never compiled)"))
-      for name in ("inspect_asm", "inspect_llvm", "inspect_lto_ptx", "inspect_sass",
-                   "inspect_sass_cfg")],
+    ("CUDACodeLibrary", "get_cufunc", _COMPILED, "codelibrary_get_cufunc",
+     ("numba-cuda's compiled kernels (overloads, inspect_asm, regs_per_thread) load onto the "
+      "simulated device: attributes from ptxas, no driver")),
     *[("_Runtime", name, _NRT, "nothing",
        ("numba-cuda's NRT memory system lives on a GPU; the simulator's kernels allocate "
         "through Numba's CPU runtime, which needs no setting up"))
@@ -82,6 +81,9 @@ def _target(where: str) -> Any:
     if where == "CUDADispatcher":
         from numba.cuda.dispatcher import CUDADispatcher
         return CUDADispatcher
+    if where == "CUDACodeLibrary":
+        from numba.cuda.codegen import CUDACodeLibrary
+        return CUDACodeLibrary
     if where == "Driver":
         from numba.cuda.cudadrv.driver import Driver
         return Driver
@@ -93,10 +95,11 @@ def _target(where: str) -> Any:
 
 
 def _replacement(module: str, name: str) -> Any:
-    from . import dispatch, host_api, nrt
+    from . import compiled, dispatch, host_api, nrt
     if module == "":
         return _GpusProxy()
-    return getattr({_HOST: host_api, _DISPATCH: dispatch, _NRT: nrt}[module], name)
+    modules = {_HOST: host_api, _DISPATCH: dispatch, _NRT: nrt, _COMPILED: compiled}
+    return getattr(modules[module], name)
 
 
 class _GpusProxy:
@@ -151,6 +154,8 @@ def apply() -> None:
 def restore() -> None:
     """Put back every original object `apply` replaced."""
     global _saved_excepthook
+    from .compiled import give_back
+    give_back()
     while _saved:
         target, attr, value = _saved.pop()
         if value is _MISSING:
