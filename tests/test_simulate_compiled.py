@@ -186,3 +186,10 @@ def test_launch_bounds_limit_the_block_and_reach_the_ptx():
             bounded[1, 256](a)
         ptx = bounded.inspect_asm((F64,))
         assert ".maxntid 128, 1, 1" in ptx and ".minnctapersm 2" in ptx
+
+
+def test_a_real_gpu_is_not_asked_about_resources_during_a_simulation(monkeypatch):
+    monkeypatch.setattr(gi, "_detected_gpu_cc", lambda: (8, 0))  # as if an A100 were here
+    assert gi._real_gpu_cc() == (8, 0)
+    with gpukit.simulate("A100"):  # numba.cuda now answers for the simulated A100
+        assert gi._real_gpu_cc() is None

@@ -253,9 +253,17 @@ def ptx(kernel: Any, signature: Any, device: DeviceLike | None = None) -> str:
                    lambda: _compile_ptx(func, sig, cc.cc, dict(options)))
 
 
-@functools.lru_cache(maxsize=1)
 def _real_gpu_cc() -> tuple[int, int] | None:
-    """The compute capability of the current real GPU, or None (no GPU, or the simulator)."""
+    """The compute capability of the current real GPU, or None (no GPU, or a simulator: Numba's,
+    or gpukit's simulation mode, whose numba.cuda answers for the simulated device)."""
+    from ..simulate.session import current
+    if current() is not None:
+        return None
+    return _detected_gpu_cc()
+
+
+@functools.lru_cache(maxsize=1)
+def _detected_gpu_cc() -> tuple[int, int] | None:
     if _ptxas.cudasim_active():
         return None
     try:
