@@ -789,6 +789,53 @@ def test_cuda_target_overloads_win_in_kernels_as_on_a_gpu_and_nowhere_else(be):
     assert on_cpu[0] == 2  # Numba's CPU target still gets the generic overload
 
 
+def compose_twice(func, *args):
+    """Overloaded below: func applied to args, then to its own result (numba-cuda's
+    test_make_function_to_jit_function has the same shape)."""
+
+
+def _compose_twice_ol(func, *args):
+    def impl(func, *args):
+        return func(func(*args))
+    return impl
+
+
+def closure_escapes(out, x):
+    offset = 10
+
+    def add_all(*z):
+        total = z[0]  # a tuple: no memory read, so the closure needs no launch context
+        if len(z) == 2:
+            total += z[1]
+        return total + offset
+
+    out[0] = compose_twice(add_all, x[0])
+
+
+def closure_escapes_with_a_loop(out, x):
+    def add_up(n):
+        total = 0
+        for k in range(n):  # the watchdog counts the trips: the closure needs the launch
+            total += k
+        return total
+
+    out[0] = compose_twice(add_up, x[0])
+
+
+def test_an_inner_function_may_escape_to_an_overload_as_numba_lets_it(be):
+    from numba.cuda.extending import overload
+    overload(compose_twice)(_compose_twice_ol)
+    (out, _) = run(be, closure_escapes, 1, 1, np.zeros(1, np.int64), np.array([5], np.int64))
+    assert out[0] == 25
+    with pytest.raises(UnsupportedKernelError, match=(
+            r"^passing inner function 'add_up' on as a value when it reads memory, loops or "
+            r"calls what the simulator checks \(Numba lets a function that escapes capture only "
+            r"constants, and the simulator's checks need the launch\); call it directly, or "
+            r"define it at module level with @cuda.jit\(device=True\) is not supported in "
+            r"kernels by gpukit's simulator")):
+        run(be, closure_escapes_with_a_loop, 1, 1, np.zeros(1, np.int64), np.array([5], np.int64))
+
+
 # -- kernels built with exec() ---------------------------------------------------------------------
 EXTREME = """
 def extreme(res, ary):

@@ -231,6 +231,10 @@ class UnitRewriter:
         self.params = [a.arg for a in args.args if a.arg not in self.bound]
         passed = set(self.params) | ({self.vararg} if self.vararg else set())
         self.locals = passed | assigned
+        # names that are surely tuples: a function's *args, never assigned (its subscripts are
+        # tuple indexing, not memory reads: no context is needed, so such an inner function
+        # may escape to another function as Numba allows)
+        self.tuples = {self.vararg} - assigned - {None}
         assigned_once = _assigned_once(self.fn)
         self.hints: dict[str, int] = {}
         self.counters: list[tuple[int, int, str]] = []  # (site, space, variable)
@@ -813,8 +817,11 @@ class UnitRewriter:
         saved_tracked = self.tracked
         self.tracked = []  # inner functions' own variables are not followed
         inner_locals = {a.arg for a in node.args.args} | _assigned_names(node)
-        added = inner_locals - self.locals
-        self.locals |= inner_locals
+        vararg = node.args.vararg.arg if node.args.vararg else None
+        added = (inner_locals | {vararg}) - self.locals - {None}
+        self.locals |= added
+        saved_tuples = self.tuples
+        self.tuples = (self.tuples - inner_locals) | ({vararg} - inner_locals - {None})
         # an inner function returns to its caller, not from the kernel or an inlined function
         saved = self.is_kernel, self.inline_exit, self.frame_var
         self.is_kernel, self.inline_exit, self.frame_var = False, None, None
@@ -822,8 +829,17 @@ class UnitRewriter:
             inner.body = self.body(node.body) or [ast.Pass()]
         finally:
             self.tracked = saved_tracked
+            self.tuples = saved_tuples
             self.locals -= added
             self.is_kernel, self.inline_exit, self.frame_var = saved
+        escape = _escape(self.fn, node.name)
+        if escape is not None and any(isinstance(n, ast.Name) and n.id == CTX
+                                      for n in ast.walk(inner)):
+            raise self._unsupported(escape, (
+                f"passing inner function '{node.name}' on as a value when it reads memory, "
+                "loops or calls what the simulator checks (Numba lets a function that escapes "
+                "capture only constants, and the simulator's checks need the launch); call it "
+                "directly, or define it at module level with @cuda.jit(device=True)"))
         return [inner]
 
     # -- sync points -------------------------------------------------------------------------
@@ -1072,7 +1088,8 @@ class _ExprRewriter(ast.NodeTransformer):
     def visit_Subscript(self, node: ast.Subscript) -> ast.AST:
         if not isinstance(node.ctx, ast.Load):
             raise self.rw._unsupported(node, "this subscript")
-        if not _reads_memory(node):
+        if not _reads_memory(node) or (isinstance(node.value, ast.Name)
+                                       and node.value.id in self.rw.tuples):
             return self.generic_visit(node)
         static = self.rw.resolve(node.value) if isinstance(node.value, (ast.Name, ast.Attribute)) \
             else None
@@ -1401,6 +1418,13 @@ def _root_name(node: ast.expr) -> str | None:
     while isinstance(node, (ast.Subscript, ast.Attribute, ast.Call)):
         node = node.func if isinstance(node, ast.Call) else node.value
     return node.id if isinstance(node, ast.Name) else None
+
+
+def _escape(fn: ast.AST, name: str) -> ast.Name | None:
+    """Where `name` is used other than called (passed, stored or returned), or None."""
+    called = {id(n.func) for n in ast.walk(fn) if isinstance(n, ast.Call)}
+    return next((n for n in ast.walk(fn) if isinstance(n, ast.Name) and n.id == name
+                 and isinstance(n.ctx, ast.Load) and id(n) not in called), None)
 
 
 def _assigned_names(fn: ast.AST) -> set[str]:
