@@ -662,6 +662,20 @@ def test_a_shape_from_a_local_that_is_no_constant_is_refused_as_numba_cuda_refus
         run(be, kernel, 1, 1, np.zeros(1, np.int32))
 
 
+def dtype_of_an_argument(a):
+    tile = cuda.shared.array(4, a.dtype)
+    tile[0] = a[0]
+    a[1] = tile[0]
+
+
+def test_a_dtype_from_an_argument_is_refused_without_claiming_numba_cuda_refuses_it(be):
+    with pytest.raises(UnsupportedKernelError, match=re.escape(
+            "a dtype that is not a constant (numba-cuda also takes an argument's, such as "
+            "a.dtype, as it compiles for the launch's types; the simulator lays out shared and "
+            "local memory before it knows them: use a constant dtype) is not supported")):
+        run(be, dtype_of_an_argument, 1, 1, np.zeros(2, np.float32))
+
+
 @cuda.jit(device=True)
 def block_sum(values, n, dtype):
     """A shared array whose size and type come from the caller, as constants."""

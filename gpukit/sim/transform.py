@@ -1210,6 +1210,11 @@ class _ExprRewriter(ast.NodeTransformer):
                            "<shape>", "eval")
             with contextlib.suppress(ArithmeticError, TypeError, ValueError, NameError):
                 return eval(code, {"__builtins__": {}}, {})  # constants only
+        if what == "dtype":  # numba-cuda knows an argument's dtype when it compiles
+            raise self.rw._unsupported(node, (
+                "a dtype that is not a constant (numba-cuda also takes an argument's, such as "
+                "a.dtype, as it compiles for the launch's types; the simulator lays out shared "
+                "and local memory before it knows them: use a constant dtype)"))
         raise self.rw._unsupported(node, f"a {what} that is not a compile-time constant "
                                          "(numba-cuda needs constants here too)")
 
