@@ -164,7 +164,11 @@ def test_arguments_convert_to_an_eager_signature_as_c_converts():
 
         r = np.zeros(2, np.int64)
         store[1, 1](r, 0xFFFFFFFF, 257)  # wrap, as numba-cuda's conversion does
-    assert r.tolist() == [-1, 1]
+        assert r.tolist() == [-1, 1]
+        # a float for an integer parameter: numba-cuda's ctypes conversion refuses it at launch
+        with pytest.raises(TypeError, match="^'float' object cannot be interpreted as an "
+                                            "integer$"):
+            store[1, 1](r, 12.3, 1)
 
 
 def _add(x, y):

@@ -174,8 +174,12 @@ def test_eager_signatures_are_honoured():
 
         x = cuda.to_device(np.arange(8, dtype=np.float32))
         out = cuda.device_array(8, np.float32)
-        scale[1, 32](x, 3.9, out)  # 3.9 -> int32 3, as numba-cuda converts it
+        scale[1, 32](x, np.int64(3), out)  # int64 -> int32, as numba-cuda converts it
         np.testing.assert_array_equal(out.copy_to_host(), np.arange(8) * 3)
+        # a float for the int32: numba-cuda's argument preparation (ctypes) refuses it, as
+        # its own test_coerce_input_types_unsafe (an expected failure) records
+        with pytest.raises(TypeError, match="cannot be interpreted as an integer"):
+            scale[1, 32](x, 3.9, out)
         with pytest.raises(TypeError, match=re.escape(
                 "No matching definition for argument type(s) array(float64, 1d, C), int64, "
                 "array(float32, 1d, C)")):

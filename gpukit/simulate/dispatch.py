@@ -322,8 +322,21 @@ def _fit(ty: Any, value: Any) -> tuple[bool, Any]:
         if isinstance(value, (complex, np.complexfloating)) and \
                 not isinstance(ty, types.Complex):
             return False, value
+        _as_ctypes(ty, value)
         return True, c_convert(value, as_dtype(ty))
     return True, value
+
+
+def _as_ctypes(ty: Any, value: Any) -> None:
+    """The ctypes conversion numba-cuda's `_prepare_args` makes of a scalar argument, for its
+    errors: a float given for an integer parameter is a TypeError at launch there too."""
+    import ctypes
+
+    from numba.core import types
+    if isinstance(ty, types.Integer):
+        getattr(ctypes, f"c_{ty}")(value)
+    elif ty in (types.float32, types.float64):
+        (ctypes.c_float if ty == types.float32 else ctypes.c_double)(value)
 
 
 # -- the methods patched onto numba-cuda's CUDADispatcher --------------------------------------
