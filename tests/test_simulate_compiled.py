@@ -12,7 +12,7 @@ import pytest
 from numba import cuda, float32, float64, int32
 
 import gpukit
-from gpukit.occupancy import occupancy
+from gpukit.occupancy import best_block_size, occupancy
 from gpukit.occupancy import resources as gi
 from gpukit.simulate import compiled
 
@@ -193,3 +193,19 @@ def test_a_real_gpu_is_not_asked_about_resources_during_a_simulation(monkeypatch
     assert gi._real_gpu_cc() == (8, 0)
     with gpukit.simulate("A100"):  # numba.cuda now answers for the simulated A100
         assert gi._real_gpu_cc() is None
+
+
+def test_occupancy_questions_are_answered_for_the_simulated_device():
+    with gpukit.simulate("T4"):
+        @cuda.jit("void(float64[:])")
+        def fill(a):
+            a[cuda.grid(1)] = 1.0
+
+        kernel = fill.overloads[(float64[:],)]
+        regs = kernel.regs_per_thread
+        per_sm = occupancy("T4", 256, regs).active_blocks_per_sm
+        assert kernel.max_cooperative_grid_blocks(256) == per_sm * 40  # a T4 has 40 SMs
+        assert kernel.max_cooperative_grid_blocks((16, 4, 4)) == per_sm * 40
+        context = cuda.current_context()
+        assert context.get_max_potential_block_size(
+            kernel._codelibrary.get_cufunc(), 0, 0, 1024) == best_block_size("T4", regs)

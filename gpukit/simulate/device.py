@@ -4,7 +4,8 @@
 `MULTIPROCESSOR_COUNT`, `MAX_THREADS_PER_BLOCK`, `WARP_SIZE`, `MAX_SHARED_MEMORY_PER_BLOCK`, ...,
 the names of CUDA's `CU_DEVICE_ATTRIBUTE_*` without the prefix) from the device profile of
 `gpukit.devices`; `SimContext` is `cuda.current_context()`, with memory information from the
-simulator's memory accounting and numba's deferred-deallocation switch. There is one device.
+simulator's memory accounting, numba's deferred-deallocation switch and the occupancy queries of
+numba-cuda's compiled kernels (gpukit's occupancy calculator). There is one device.
 Nothing here allocates or launches: `gpukit.simulate.host_api` does.
 """
 
@@ -202,6 +203,27 @@ class SimContext:
     def create_event(self, timing: bool = True) -> Any:
         from ..sim.streams import SimCudaEvent
         return SimCudaEvent(self.simulation.backend.modeled_timeline, timing)
+
+    # occupancy of a compiled kernel (numba-cuda's max_cooperative_grid_blocks asks these): a
+    # gpukit.simulate.compiled.SimFunction's attributes, gpukit's occupancy calculator
+    def get_active_blocks_per_multiprocessor(self, func: Any, blocksize: int, memsize: int,
+                                             flags: Any = None) -> int:
+        """cuOccupancyMaxActiveBlocksPerMultiprocessor for the simulated device."""
+        from ..occupancy import occupancy
+        return occupancy(self.simulation.profile, int(blocksize), max(func.attrs.regs, 1),
+                         func.attrs.shared + int(memsize)).active_blocks_per_sm
+
+    def get_max_potential_block_size(self, func: Any, b2d_func: Any, memsize: int,
+                                     blocksizelimit: int, flags: Any = None) -> tuple[int, int]:
+        """cuOccupancyMaxPotentialBlockSize: (min grid size, block size); `b2d_func` gives the
+        dynamic shared memory of a block size (0: `memsize` for every size)."""
+        from ..occupancy import best_block_size
+
+        def shared(block: int) -> int:
+            return func.attrs.shared + (int(b2d_func(block)) if callable(b2d_func) else
+                                        int(memsize))
+        return best_block_size(self.simulation.profile, max(func.attrs.regs, 1), shared,
+                               max_block_size=int(blocksizelimit))
 
     def __repr__(self) -> str:
         return f"<gpukit simulated CUDA context on {self.device.name}>"

@@ -42,6 +42,8 @@ PATCHED: list[tuple[str, str, str, str, str]] = [
      "numba's helpers that copy host arrays to the device"),
     ("numba.cuda.cudadrv.devices", "get_context", _HOST, "current_context",
      "numba's helpers (its test decorators among them) ask the context for the device"),
+    ("numba.cuda.dispatcher", "get_context", _HOST, "current_context",
+     "compiled kernels ask the context for occupancy (max_cooperative_grid_blocks)"),
     ("numba.cuda.dispatcher", "get_current_device", _HOST, "get_current_device",
      "typing eager device functions asks for the device's compute capability"),
     ("numba.cuda.compiler", "get_current_device", _HOST, "get_current_device",
