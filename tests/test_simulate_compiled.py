@@ -209,3 +209,16 @@ def test_occupancy_questions_are_answered_for_the_simulated_device():
         context = cuda.current_context()
         assert context.get_max_potential_block_size(
             kernel._codelibrary.get_cufunc(), 0, 0, 1024) == best_block_size("T4", regs)
+
+
+def test_a_kernel_that_calls_linked_code_is_inspected_before_linking():
+    with gpukit.simulate():
+        @cuda.jit("void(int32[:])")
+        def grid_wide(a):
+            a[cuda.grid(1)] = 1
+            cuda.cg.this_grid().sync()  # calls cudadevrt, linked after ptxas
+
+        kernel = grid_wide.overloads[(int32[:],)]
+        assert kernel.regs_per_thread > 0 and kernel.max_cooperative_grid_blocks(128) > 0
+        with pytest.raises(gpukit.errors.UnsupportedKernelError, match="grid-wide sync"):
+            grid_wide[1, 32](np.zeros(32, np.int32))  # running it is not simulated

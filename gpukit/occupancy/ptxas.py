@@ -140,8 +140,11 @@ def ptxas_path() -> str:
     return find_ptxas()  # type: ignore[return-value]
 
 
-def run_ptxas(ptx_text: str, arch: str, max_registers: int | None = None) -> str:
-    """The `ptxas -v -arch=<arch>` report for a PTX module (with `-maxrregcount` if given)."""
+def run_ptxas(ptx_text: str, arch: str, max_registers: int | None = None,
+              relocatable: bool = False) -> str:
+    """The `ptxas -v -arch=<arch>` report for a PTX module (with `-maxrregcount` if given;
+    `relocatable`: `-c`, so functions it calls from code linked later, such as cudadevrt's,
+    may stay unresolved)."""
     exe = ptxas_path()
     with tempfile.TemporaryDirectory(prefix="gpukit-ptxas-") as tmp:
         src, out = Path(tmp, "kernel.ptx"), Path(tmp, "kernel.cubin")
@@ -149,6 +152,8 @@ def run_ptxas(ptx_text: str, arch: str, max_registers: int | None = None) -> str
         cmd = [exe, "-v", f"-arch={arch}", str(src), "-o", str(out)]
         if max_registers:
             cmd.insert(1, f"-maxrregcount={max_registers}")
+        if relocatable:
+            cmd.insert(1, "-c")
         try:
             proc = subprocess.run(cmd, capture_output=True, text=True, timeout=PTXAS_TIMEOUT_S,
                                   check=False)

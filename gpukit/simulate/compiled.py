@@ -135,7 +135,11 @@ def codelibrary_get_cufunc(library: Any) -> SimFunction:
     if cached is not None and cached[0] == profile.name:
         return cached[1]
     ptx = library.get_asm_str(cc=profile.compute_capability)
-    found = parse_ptxas_output(run_ptxas(ptx, profile.arch, library._max_registers), ptx)
+    # a kernel that calls code linked later (cudadevrt for grid sync, CUDA C files) is
+    # assembled relocatable: its own registers, as far as ptxas can tell before linking
+    report = run_ptxas(ptx, profile.arch, library._max_registers,
+                       relocatable=".extern .func" in ptx)
+    found = parse_ptxas_output(report, ptx)
     regs, warp = max(found.regs_per_thread, 1), profile.cc.warp_size
     # the driver's largest block whose registers fit (cudaFuncAttributeMaxThreadsPerBlock)
     maxthreads = next((t for t in range(profile.cc.max_threads_per_block, 0, -warp)
