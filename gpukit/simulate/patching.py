@@ -58,7 +58,8 @@ PATCHED: list[tuple[str, str, str, str, str]] = [
     ("CUDADispatcher", "call", _DISPATCH, "dispatcher_call",
      "launches configured before the simulation started"),
     ("CUDADispatcher", "specialize", _DISPATCH, "dispatcher_specialize",
-     "specialising compiles for a real GPU"),
+     ("numba-cuda compiles the specialization for a GPU now; the simulator's is compiled "
+      "when looked at")),
     ("CUDACodeLibrary", "get_cufunc", _COMPILED, "codelibrary_get_cufunc",
      ("numba-cuda's compiled kernels (overloads, inspect_asm, regs_per_thread) load onto the "
       "simulated device: attributes from ptxas, no driver")),
