@@ -45,7 +45,7 @@ class LaunchRecord:
     extra: dict[str, Any] = field(default_factory=dict)
     timings: dict[str, float] = field(default_factory=dict)
     backend: str = ""
-    signature: tuple = ()
+    signature: tuple = field(default=(), repr=False, compare=False)
     # () -> (Occupancy or None, source): how this launch's theoretical occupancy is worked out
     occupancy_of: Callable[[], tuple[Any, str | None]] | None = field(
         default=None, repr=False, compare=False)
