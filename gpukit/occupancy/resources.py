@@ -256,7 +256,7 @@ def ptx(kernel: Any, signature: Any, device: DeviceLike | None = None) -> str:
 def _real_gpu_cc() -> tuple[int, int] | None:
     """The compute capability of the current real GPU, or None (no GPU, or a simulator: Numba's,
     or gpukit's simulation mode, whose numba.cuda answers for the simulated device)."""
-    # lazy: gpukit.simulate imports the backends, which import this module (a cycle)
+    # lazy: the occupancy package does not otherwise depend on the simulation mode
     from ..simulate.session import current
     if current() is not None:
         return None
