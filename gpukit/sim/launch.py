@@ -483,11 +483,10 @@ def _check_declared(kernel: SimKernel, k: int, arg: DeviceArray) -> None:
 
 def _shared(kernel: SimKernel, ws: Workspace, c: np.ndarray, dynamic: int,
             infos: list[SlotInfo]) -> None:
-    static = kernel.static_shared_bytes
-    total = -(-static // 16) * 16 + dynamic
+    static = _aligned(kernel.static_shared_bytes, 16)
     align = kernel.shared_align  # 16, or an `alignment=` larger than that
-    c[L.SHARED_BASE] = _aligned(ws.address("shared", total + 16 + align), align)
-    c[L.SHARED_STATIC] = -(-static // 16) * 16
+    c[L.SHARED_BASE] = _aligned(ws.address("shared", static + dynamic + 16 + align), align)
+    c[L.SHARED_STATIC] = static
     c[L.DYN_SHARED] = dynamic
     for k, spec in enumerate(kernel.slots):
         if spec.kind not in ("shared", "dynamic_shared"):
