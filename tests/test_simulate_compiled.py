@@ -220,5 +220,7 @@ def test_a_kernel_that_calls_linked_code_is_inspected_before_linking():
 
         kernel = grid_wide.overloads[(int32[:],)]
         assert kernel.regs_per_thread > 0 and kernel.max_cooperative_grid_blocks(128) > 0
-        with pytest.raises(gpukit.errors.UnsupportedKernelError, match="grid-wide sync"):
-            grid_wide[1, 32](np.zeros(32, np.int32))  # running it is not simulated
+        assert kernel.cooperative  # numba-cuda marks it so, and launches it cooperatively
+        a = np.zeros(64, np.int32)
+        grid_wide[2, 32](a)  # and the simulator runs it
+        assert (a == 1).all()

@@ -18,6 +18,7 @@ import numpy as np
 from ..devices import STATIC_SHARED_MEM_PER_BLOCK as STATIC_SHARED_LIMIT_BYTES
 from ..errors import ArgumentTypeError, KernelError, LaunchConfigError
 from ..launches import LaunchRecord
+from ..occupancy.calculator import occupancy
 from ..occupancy.resources import theoretical_occupancy
 from ..sim.launch import run
 from ..sim.memory import DeviceArray
@@ -152,7 +153,29 @@ def _checked_geometry(backend: Any, kernel: CPUKernel, grid: Any, block: Any,
     dynamic = check_dynamic_shared_bytes(name, opts.dynamic_shared_bytes)
     if opts.checks["launch_limits"]:
         _check_shared(backend.profile, kernel, dynamic)
+        if kernel.sim.cooperative:
+            _check_cooperative(backend.profile, kernel, grid3, block3, dynamic)
     return grid3, block3, dynamic
+
+
+def _check_cooperative(profile: Any, kernel: CPUKernel, grid: tuple[int, int, int],
+                       block: tuple[int, int, int], dynamic: int) -> None:
+    """A kernel that calls grid.sync() is launched cooperatively (numba-cuda does so by itself):
+    every block of the grid must be resident on the GPU at once."""
+    blocks, threads = grid[0] * grid[1] * grid[2], block[0] * block[1] * block[2]
+    occ = occupancy(profile, threads, regs_per_thread=0,
+                    shared_mem_bytes=kernel.static_shared_bytes + dynamic)
+    most = occ.active_blocks_per_sm * profile.sm_count
+    if blocks > most:
+        raise LaunchConfigError(
+            f"kernel '{kernel.name}' calls grid.sync(), so it is launched cooperatively: all "
+            f"{blocks:,} blocks must be resident on the GPU at once, but the simulated "
+            f"{profile.name} holds at most {most:,} blocks of {threads} threads "
+            f"({occ.active_blocks_per_sm} per SM on {profile.sm_count} SMs, before counting "
+            "registers, which can only lower it); a GPU refuses the launch "
+            "(CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE). Launch at most "
+            "max_cooperative_grid_blocks(blockdim) blocks and give each thread several elements "
+            "(a grid-stride loop)")
 
 
 def _check_shared(profile: Any, kernel: CPUKernel, dynamic: int) -> None:

@@ -338,12 +338,12 @@ def touch(c, site, d, addr, isz, kind, preserving):
             if init_kind == L.INIT_BYTE:
                 preserving = load_u8(ip + e) != 0
             else:
-                preserving = np.int64(load_u64(ip + e * 8)) >= c[L.BLOCK_STAMP]
+                preserving = np.int64(load_u64(ip + e * 8)) >= c[L.SHARED_EPOCH]
         if kind != L.KIND_WRITE:
             if init_kind == L.INIT_BYTE:
                 ok = load_u8(ip + e) != 0
             else:
-                ok = np.int64(load_u64(ip + e * 8)) >= c[L.BLOCK_STAMP]
+                ok = np.int64(load_u64(ip + e * 8)) >= c[L.SHARED_EPOCH]
             if not ok and (flags & L.CHECK_UNINITIALIZED):
                 if kind == L.KIND_ATOMIC:  # its result goes back to memory: an error, but a
                     defer(c, L.E_UNINIT, site, d[D_SLOT], e, 0, 0, 0)  # race is reported first

@@ -82,7 +82,8 @@ RUNTIME: dict[str, Any] = {
     P + "pause_thread": sync.pause_thread, P + "keep": sync.keep, P + "reload": sync.reload,
     P + "runnable": sync.runnable, P + "end_launch": sync.end_launch,
     P + "returned": sync.returned, P + "thread_at": sync.thread_at, P + "resolve": sync.resolve,
-    P + "barrier": sync.barrier,
+    P + "barrier": sync.barrier, P + "suspend_block": sync.suspend_block,
+    P + "resume_block": sync.resume_block, P + "grid_barrier": sync.grid_barrier,
     P + "gen_sizeof": lowlevel.gen_sizeof, P + "gen_put": lowlevel.gen_put,
     P + "gen_resume": lowlevel.gen_resume, "np": np, P + "NODESC": access.NODESC,
     P + "desc": access.desc, P + "count": runtime.count,
@@ -135,7 +136,7 @@ class KernelBuilder:
             if obj is None:
                 continue
             spec = names.intrinsic(obj)
-            if spec is not None and spec.category == "sync":
+            if spec is not None and spec.category in ("sync", "grid"):  # grid: g.sync() to come
                 found = True
                 break
             callee = names.device_function(obj)
@@ -306,10 +307,12 @@ def _function_source(name: str, params: list[str], body: list[ast.stmt],
     return ast.unparse(module)
 
 
-def driver_source(params: list[str], generator: bool, nslots: int, regions: bool = False) -> str:
+def driver_source(params: list[str], generator: bool, nslots: int, regions: bool = False,
+                  cooperative: bool = False) -> str:
     """The function that runs a launch: every block, every thread. Its own names all start
     with _g_, so that no kernel parameter is shadowed. A kernel run region by region
-    (gpukit.sim.regions) runs a whole block per call."""
+    (gpukit.sim.regions) runs a whole block per call; a kernel that calls grid.sync() keeps the
+    generators of every thread of the grid, and its blocks take turns (sync.grid_barrier)."""
     args = ", ".join(params)
     call = f"{P}kernel({CTX}, {P}D{', ' if params else ''}{args})"
     lines = [f"def {P}drive({CTX}{', ' if params else ''}{args}):"]
@@ -333,6 +336,8 @@ def driver_source(params: list[str], generator: bool, nslots: int, regions: bool
                   f"    {P}end_launch({CTX})",
                   "    return 0"]
         return "\n".join(lines)
+    if cooperative:
+        return "\n".join(lines + _cooperative_driver(call))
     lines += [f"    _g_proto = {call}",
               f"    _g_size = {P}gen_sizeof(_g_proto)",
               f"    if _g_tpb * _g_size > {CTX}[{L.GENBUF_BYTES}]:",
@@ -356,6 +361,43 @@ def driver_source(params: list[str], generator: bool, nslots: int, regions: bool
               f"    {P}end_launch({CTX})",
               "    return 0"]
     return "\n".join(lines)
+
+
+def _cooperative_driver(call: str) -> list[str]:
+    """The body of the driver of a kernel that calls grid.sync() (see driver_source)."""
+    return [f"    _g_proto = {call}",
+            f"    _g_size = {P}gen_sizeof(_g_proto)",
+            f"    _g_all = {CTX}[{L.NBLOCKS}] * _g_tpb * _g_size",
+            f"    if _g_all > {CTX}[{L.GENBUF_BYTES}]:",
+            "        return _g_all  # the host makes the buffer this big and calls again",
+            "    _g_first = True",
+            "    while True:",
+            f"        for _g_run in range({CTX}[{L.NBLOCKS}]):",
+            f"            _g_at = {CTX}[{L.GENBUF}] + _g_run * _g_tpb * _g_size",
+            "            if _g_first:",
+            f"                {P}begin_block({CTX}, _g_run)",
+            f"                {P}begin_generators({CTX})",
+            "                for _g_lt in range(_g_tpb):",
+            f"                    {P}gen_put(_g_at + _g_lt * _g_size, {call})",
+            f"            elif not {P}resume_block({CTX}, _g_run):",
+            "                continue",
+            "            while True:",
+            "                for _g_k in range(_g_tpb):",
+            f"                    _g_lt = {P}thread_at({CTX}, _g_k)",
+            f"                    if {P}runnable({CTX}, _g_lt):",
+            f"                        {P}restore_thread({CTX}, _g_lt)",
+            f"                        _g_code = {P}gen_resume(_g_at + _g_lt * _g_size, _g_proto)",
+            f"                        {P}save_thread({CTX}, _g_code)",
+            f"                        {CTX}[{L.GEN_RESUMES}] += 1",
+            f"                _g_left = {P}resolve({CTX})",
+            "                if _g_left <= 0:",
+            "                    break",
+            f"            {P}suspend_block({CTX}, _g_run, _g_left)",
+            "        _g_first = False",
+            f"        if not {P}grid_barrier({CTX}):",
+            "            break",
+            f"    {P}end_launch({CTX})",
+            "    return 0"]
 
 
 # -- numba-cuda's typing, the judge of what a kernel may do --------------------------------------

@@ -68,6 +68,7 @@ class SimKernel:
         self.shared_align, self.local_align = build.shared_align, build.local_align
         self.dynamic_shared = build.dynamic_shared
         self.uses_fences = build.uses_fences
+        self.cooperative = build.cooperative
         self.print_strings = build.print_strings
         self.prints = any(s.kind == "call" for s in self.sites.items)  # print() calls
         self.site_slots = build.site_slots
@@ -88,7 +89,7 @@ class SimKernel:
     def _sources(self) -> None:
         self.regions = self.unit.region_vars is not None  # see gpukit.sim.regions
         self.driver_source = driver_source(list(self.param_names), self.generator,
-                                           len(self.slots), self.regions)
+                                           len(self.slots), self.regions, self.cooperative)
         # what the compiled code depends on (None: a global that cannot be fingerprinted)
         self.jit_options = jit_options()
         self.key = cache.content_key(self.units, self.driver_source,

@@ -214,6 +214,8 @@ def _run(kernel: SimKernel, memory: DeviceMemory, workspace: Workspace, args: tu
         c[L.BLOCK_STARTS] = workspace.address("starts", (nblocks + 1) * 8, zero=True)
     if kernel.uses_fences:
         c[L.RELEASES] = workspace.address("releases", 2 * nblocks * 8, zero=True)
+    if kernel.cooperative:
+        keep.append(_grid_sync_table(kernel, workspace, c, nblocks, tpb))
     if schedule == "shuffle":
         rng = np.random.default_rng(seed)
         order = rng.permutation(nblocks).astype(np.int64)
@@ -534,6 +536,30 @@ def _local(kernel: SimKernel, ws: Workspace, c: np.ndarray, tpb: int, infos: lis
     c[s + L.S_SPACE], c[s + L.S_WRITABLE], c[s + L.S_ELEMS] = L.SPACE_LOCAL, 1, per_thread
     infos[k] = SlotInfo("local", "local", (per_thread,), np.dtype(np.uint8),
                         decls=tuple(kernel.local_decls), stride=int(c[L.LOCAL_STRIDE]))
+
+
+def _grid_sync_table(kernel: SimKernel, ws: Workspace, c: np.ndarray, nblocks: int,
+                     tpb: int) -> np.ndarray:
+    """The table a kernel that calls grid.sync() needs (layout COOP_*): the memory that holds
+    one block's state, saved while the other blocks take their turn, and a save area per
+    block."""
+    regions = [(int(c[L.SHARED_BASE]), int(c[L.SHARED_STATIC] + c[L.DYN_SHARED]))]
+    for k, spec in enumerate(kernel.slots):
+        if spec.kind in ("shared", "dynamic_shared"):
+            s = L.HEADER + k * L.SLOT_FIELDS
+            nbytes = int(c[s + L.S_ELEMS]) * 8
+            regions += [(int(c[s + field]), nbytes) for field in (L.S_INIT, L.S_WREC, L.S_RREC)]
+    regions.append((int(c[L.XCH]) + L.XCH_THREADS, tpb * L.XF * 8))
+    local = int(c[L.LOCAL_SIZE]) * tpb
+    regions += [(int(c[L.LOCAL_BASE]), local), (int(c[L.LOCAL_INIT]), local)]
+    regions = [(addr, _aligned(n, 8)) for addr, n in regions if n > 0]  # buffers have the room
+    per_block = sum(n for _, n in regions)
+    table = np.zeros(L.COOP_HEADER + 2 * len(regions) + nblocks * L.COOP_BLOCK_FIELDS, np.int64)
+    table[L.COOP_REGIONS], table[L.COOP_BLOCK_BYTES] = len(regions), per_block
+    table[L.COOP_SAVE] = ws.address("coopsave", nblocks * per_block)
+    table[L.COOP_HEADER:L.COOP_HEADER + 2 * len(regions)] = [v for r in regions for v in r]
+    c[L.COOP] = table.ctypes.data
+    return table
 
 
 def _renumber(memory: DeviceMemory, workspace: Workspace) -> None:

@@ -68,6 +68,9 @@ TRACE_EVERY = 90  # 0: every block is recorded; k: only blocks whose linear inde
 TRACE_QUIET = 91  # 1: a full trace stops recording (a sample) instead of stopping the launch
 TRACE_FULL = 92  # set to 1 when a quiet trace filled up
 REGION_VARS = 93  # address of the variables each thread keeps between regions (sim/regions)
+SHARED_EPOCH = 94  # the first stamp of the running block's shared memory: shared elements whose
+#                    write stamp is older were written by another block (so never by this one)
+COOP = 95  # address of the grid-sync table (kernels that call grid.sync(), see sync.grid_barrier)
 
 # -- sync points (kernels with barriers or warp intrinsics) -----------------------------------
 XCH = 50  # address of the exchange area: per thread, operands in and results out
@@ -167,6 +170,7 @@ E_NO_SLOT = 13  # an access to memory that no slot covers (a view the simulator 
 E_ASSERT = 14
 E_LOCAL_OVERFLOW = 15
 E_RAISE = 16
+E_GRID_DEADLOCK = 17  # A: a block that finished, B: a block waiting at grid.sync()
 
 UNDEF_BRANCH, UNDEF_STORE, UNDEF_INDEX, UNDEF_CALL, UNDEF_RETURN, UNDEF_SYNC = 1, 2, 3, 4, 5, 6
 
@@ -182,8 +186,17 @@ RUNNABLE, WAITING, EXITED = 0, 1, 2
 
 # sync kinds: block-wide below 10, warp-wide from 10
 K_BARRIER, K_SYNC_COUNT, K_SYNC_AND, K_SYNC_OR = 1, 2, 3, 4
+K_GRID = 9  # grid.sync() of cooperative groups: every thread of the grid (a block-wide one too)
 K_SYNCWARP, K_SHFL_IDX, K_SHFL_UP, K_SHFL_DOWN, K_SHFL_XOR = 10, 11, 12, 13, 14
 K_ALL, K_ANY, K_EQ, K_BALLOT, K_MATCH_ANY, K_MATCH_ALL, K_ACTIVEMASK = 15, 16, 17, 18, 19, 20, 21
+
+
+# the grid-sync table at COOP (int64): its header, then (address, bytes) of each region of
+# block state (shared memory with its records, the exchange area's thread fields, local memory)
+# saved and restored when blocks take turns, then COOP_BLOCK_FIELDS per block
+COOP_REGIONS, COOP_BLOCK_BYTES, COOP_SAVE, COOP_WAITING, COOP_HEADER = 0, 1, 2, 3, 4
+COOP_BLOCK_FIELDS = 4
+CB_DONE, CB_SHARED_EPOCH, CB_PHASE, CB_SITE = 0, 1, 2, 3
 
 
 def xch_bytes(threads_per_block: int) -> int:

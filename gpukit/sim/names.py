@@ -63,6 +63,9 @@ class Intrinsic:
     helper: str | None = None
 
 
+# `g.sync()` of a grid group `g = cuda.cg.this_grid()` (found by the transform, not by name)
+GRID_SYNC = Intrinsic("sync", "cg.this_grid().sync")
+
 _TABLE: dict[int, Intrinsic] | None = None
 _KEEP: list[Any] = []  # the objects whose ids key _TABLE (so the ids stay theirs)
 
@@ -98,6 +101,8 @@ def _build() -> dict[int, Intrinsic]:
     add(cuda.local.array, Intrinsic("local", "local.array"))
     add(cuda.const, Intrinsic("namespace", "const"))
     add(cuda.const.array_like, Intrinsic("const", "const.array_like"))
+    from numba.cuda import cg
+    add(cg.this_grid, Intrinsic("grid", "cg.this_grid"))
     from .cudamath import templates  # math functions, typed as numba-cuda types them
     for name, (func, _) in templates().items():
         add(func, Intrinsic("pure", f"math.{name}", f"math_{name}"))

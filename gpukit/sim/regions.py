@@ -114,7 +114,7 @@ def _only_block_barriers(body: list[ast.stmt]) -> bool:
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
                 and node.func.id == P + "put":
             kind = node.args[1]
-            if not isinstance(kind, ast.Constant) or not L.K_BARRIER <= kind.value < L.K_SYNCWARP:
+            if not isinstance(kind, ast.Constant) or not L.K_BARRIER <= kind.value <= L.K_SYNC_OR:
                 return False
     return True
 

@@ -212,6 +212,13 @@ def kernel_error(ctx: ErrorContext) -> KernelError:
                "On a GPU this block would hang; call warp intrinsics where every lane their "
                "mask names reaches them")
         return BarrierError(msg, **where)
+    if code == L.E_GRID_DEADLOCK:
+        msg = (f"grid.sync() deadlock: block {ctx.block_coords(b)} waits at '{text}' (line "
+               f"{site.lineno if site else '?'}), but block {ctx.block_coords(a)} finished "
+               "without reaching it. grid.sync() waits for every block of the grid, so on a GPU "
+               "the launch would hang; every block must call it the same number of times (only "
+               "threads, not whole blocks, may return early)")
+        return BarrierError(msg, **where)
     if code == L.E_WARP:
         where["thread"] = ctx.thread(b)
         call = f"{_barrier_name(text)} at line {site.lineno if site else '?'}"
@@ -286,6 +293,8 @@ def raised_as(cls: type, message: str, **where: Any) -> KernelError:
 
 def _barrier_name(text: str) -> str:
     """cuda.syncthreads() and the like, as the call was written (cuda.<name> when it was not)."""
+    if text.endswith(".sync()"):  # a grid group's sync(), as written
+        return text
     name = text.split("(", 1)[0].rsplit(".", 1)[-1] if "(" in text else "syncthreads"
     return f"cuda.{name}" + ("()" if name.startswith("syncthreads") else "")
 
@@ -299,10 +308,13 @@ def _race(ctx: ErrorContext, where: dict, text: str, slot: int, element: int, re
     other_thread = ctx.thread(other_lt)
     verb = ("reads", "writes")
     same_block = other_block == where["block"]
-    fix = ("put cuda.syncthreads() between the two accesses, or make both atomic"
-           if same_block else
-           "threads of different blocks cannot wait for each other inside one launch: give "
-           "each block its own elements, use atomics, or split the work into two launches")
+    if same_block:
+        fix = "put cuda.syncthreads() between the two accesses, or make both atomic"
+    elif ctx.kernel.cooperative:
+        fix = "put a grid.sync() between the two accesses, or make both atomic"
+    else:
+        fix = ("threads of different blocks cannot wait for each other inside one launch: give "
+               "each block its own elements, use atomics, or split the work into two launches")
     that = (f"line {other_site.lineno} ('{other_site.text}')" if other_site is not None
             else "another line")
     site = ctx.site(int(ctx.c[L.ERR_SITE]))

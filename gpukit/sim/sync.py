@@ -14,7 +14,9 @@ leaving its operands in the exchange area (`put`); when every live thread has st
 - a block-wide barrier completes when every live thread of the block waits at it. Threads that
   returned no longer count (as on Volta and later). Live threads waiting at different barriers,
   or at a barrier while others wait at a warp call that needs them, are reported, since that
-  block would hang or misbehave on a GPU.
+  block would hang or misbehave on a GPU;
+- `grid.sync()` of cooperative groups is a block-wide barrier the block does not pass by itself:
+  its blocks take turns (`suspend_block`, `resume_block`) until all wait there (`grid_barrier`).
 This is a legal schedule: threads of a block interleave only at sync points.
 """
 
@@ -33,6 +35,14 @@ from .lowlevel import bits_of, from_bits, load_i64, poll, store_i64
 @register_jitable
 def begin_block(c, run):
     """Set up the `run`-th block to execute (its coordinates, stamps, and counters)."""
+    _enter_block(c, run)
+    c[L.SHARED_EPOCH] = c[L.BLOCK_STAMP]
+    c[L.PHASE] = 0
+
+
+@register_jitable
+def _enter_block(c, run):
+    """The `run`-th block becomes the running one: its coordinates, a new run of it (stamps)."""
     order = c[L.ORDER]
     blin = load_i64(order + run * 8) if order != 0 else run
     gx, gy = c[L.GDX], c[L.GDY]
@@ -46,7 +56,6 @@ def begin_block(c, run):
     c[L.STAMP] += 1
     c[L.BLOCK_STAMP] = c[L.STAMP]
     c[L.BARRIER_STAMP] = c[L.STAMP]
-    c[L.PHASE] = 0
     c[L.WARP_EVENTS] = 0
     c[L.BLOCK_ACQUIRE] = 0
     starts = c[L.BLOCK_STARTS]
@@ -314,7 +323,9 @@ def _pass_barrier(c, acquire):
 
 @register_jitable
 def _block_barrier(c, x, checks):
-    """Complete a block-wide barrier if every live thread waits at it.
+    """Complete a block-wide barrier if every live thread waits at it: 1 when it did, 0 when
+    no thread waits at one, 2 when every live thread waits at grid.sync() (the block then waits
+    for the grid: `grid_barrier`).
 
     Threads that returned (a `return` statement) no longer count, as on Volta and later; a
     thread that waits elsewhere, or ran to the end of the kernel without reaching this barrier,
@@ -329,7 +340,7 @@ def _block_barrier(c, x, checks):
         for lt in range(tpb):
             if _get(x, lt, L.X_STATUS) == L.WAITING:  # a warp call that cannot complete
                 fail(c, L.E_DEADLOCK, _get(x, lt, L.X_SITE), lt, -1, 0, 0, 0)
-        return False
+        return 0
     site, kind = _get(x, first, L.X_SITE), _get(x, first, L.X_KIND)
     arrived, live, other = 0, 0, -1
     for lt in range(tpb):
@@ -349,6 +360,8 @@ def _block_barrier(c, x, checks):
                 else -1
             c[L.GT] = c[L.BLIN] * tpb + first
             fail(c, L.E_BARRIER, site, arrived, live, other, elsewhere, first)
+    if kind == L.K_GRID:
+        return 2
     count = 0
     acquire = c[L.BLOCK_ACQUIRE]
     for lt in range(tpb):
@@ -364,7 +377,7 @@ def _block_barrier(c, x, checks):
             _set(x, lt, L.X_RESULT, res)
             _set(x, lt, L.X_ARRIVALS, _get(x, lt, L.X_ARRIVALS) + 1)
             _set(x, lt, L.X_STATUS, L.RUNNABLE)
-    return True
+    return 1
 
 
 @register_jitable
@@ -396,7 +409,8 @@ def barrier(c, kind):
 @njit(cache=True, nogil=True)
 def resolve(c):
     """Complete what the block's waiting threads can complete. Returns how many threads are
-    runnable afterwards (0: every thread has returned)."""
+    runnable afterwards (0: every thread has returned; -1: every live thread waits at
+    grid.sync())."""
     x = c[L.XCH] + L.XCH_THREADS
     tpb = c[L.TPB]
     checks = (c[L.CHECKS] & L.CHECK_BARRIERS) != 0
@@ -414,8 +428,10 @@ def resolve(c):
         if _get(x, lt, L.X_STATUS) == L.WAITING and _get(x, lt, L.X_KIND) >= L.K_SYNCWARP \
                 and _warp_call(c, x, lt // 32, lt, checks):
             progressed = True
-    if not progressed and not _block_barrier(c, x, checks):
-        return 0
+    if not progressed:
+        passed = _block_barrier(c, x, checks)
+        if passed != 1:
+            return -1 if passed == 2 else 0
     return live
 
 
@@ -494,3 +510,107 @@ def returned(c):
 @register_jitable
 def runnable(c, lt):
     return _get(c[L.XCH] + L.XCH_THREADS, lt, L.X_STATUS) == L.RUNNABLE
+
+
+# -- grid.sync(): the blocks of a cooperative launch take turns ----------------------------------
+# A kernel that calls `cuda.cg.this_grid().sync()` runs every block up to its next grid.sync()
+# (or its end), one block after another, saving each block's state (shared memory with its
+# records, its threads' exchange fields and local memory: the regions of the table at COOP)
+# when it stops and restoring it when the block runs again. When every block waits at
+# grid.sync(), the grid passes it: every access before it is ordered before every access after.
+@register_jitable
+def _coop_block(c, run):
+    """Address of the `run`-th block's fields (CB_*) in the grid-sync table."""
+    t = c[L.COOP]
+    regions = load_i64(t + L.COOP_REGIONS * 8)
+    return t + (L.COOP_HEADER + 2 * regions + run * L.COOP_BLOCK_FIELDS) * 8
+
+
+@register_jitable
+def _copy_block_state(c, run, save):
+    """Copy the running block's state to the `run`-th save area (`save`) or back from it."""
+    t = c[L.COOP]
+    at = load_i64(t + L.COOP_SAVE * 8) + run * load_i64(t + L.COOP_BLOCK_BYTES * 8)
+    for k in range(load_i64(t + L.COOP_REGIONS * 8)):
+        addr = load_i64(t + (L.COOP_HEADER + 2 * k) * 8)
+        nbytes = load_i64(t + (L.COOP_HEADER + 2 * k + 1) * 8)  # a multiple of 8
+        for off in range(0, nbytes, 8):
+            if save:
+                store_i64(at + off, load_i64(addr + off))
+            else:
+                store_i64(addr + off, load_i64(at + off))
+        at += nbytes
+
+
+@register_jitable
+def suspend_block(c, run, left):
+    """The running block stopped: it finished (`left` 0) or waits at grid.sync() (-1)."""
+    settle(c)
+    _copy_block_state(c, run, True)
+    b = _coop_block(c, run)
+    store_i64(b + L.CB_DONE * 8, 1 if left == 0 else 0)
+    store_i64(b + L.CB_SHARED_EPOCH * 8, c[L.SHARED_EPOCH])
+    store_i64(b + L.CB_PHASE * 8, c[L.PHASE])
+    if left < 0:
+        waiting = c[L.COOP] + L.COOP_WAITING * 8
+        store_i64(waiting, load_i64(waiting) + 1)
+        x = c[L.XCH] + L.XCH_THREADS
+        for lt in range(c[L.TPB]):
+            if _get(x, lt, L.X_STATUS) == L.WAITING:
+                store_i64(b + L.CB_SITE * 8, _get(x, lt, L.X_SITE))
+                break
+
+
+@register_jitable
+def resume_block(c, run):
+    """Make the `run`-th block the running one again, past the grid.sync() its threads wait
+    at; False when it has finished."""
+    b = _coop_block(c, run)
+    if load_i64(b + L.CB_DONE * 8) != 0:
+        return False
+    _enter_block(c, run)
+    c[L.SHARED_EPOCH] = load_i64(b + L.CB_SHARED_EPOCH * 8)
+    c[L.PHASE] = load_i64(b + L.CB_PHASE * 8) + 1
+    _copy_block_state(c, run, False)
+    x = c[L.XCH] + L.XCH_THREADS
+    for lt in range(c[L.TPB]):
+        if _get(x, lt, L.X_STATUS) == L.WAITING and _get(x, lt, L.X_KIND) == L.K_GRID:
+            _set(x, lt, L.X_RESULT, 0)
+            _set(x, lt, L.X_ARRIVALS, _get(x, lt, L.X_ARRIVALS) + 1)
+            _set(x, lt, L.X_STATUS, L.RUNNABLE)
+    c[L.BARRIERS] += 1
+    return True
+
+
+@register_jitable
+def grid_barrier(c):
+    """After every block ran to its next grid.sync() or its end: False when all finished; True
+    when all wait at grid.sync() and the grid passes it. A block that finished while another
+    waits is an error: on a GPU that grid.sync() would wait for it forever."""
+    t = c[L.COOP]
+    waiting = load_i64(t + L.COOP_WAITING * 8)
+    if waiting == 0:
+        return False
+    nblocks = c[L.NBLOCKS]
+    if waiting < nblocks:
+        done, wait = -1, -1
+        for run in range(nblocks):
+            if load_i64(_coop_block(c, run) + L.CB_DONE * 8) != 0:
+                done = run if done < 0 else done
+            elif wait < 0:
+                wait = run
+        order = c[L.ORDER]
+        done_blin = load_i64(order + done * 8) if order != 0 else done
+        wait_blin = load_i64(order + wait * 8) if order != 0 else wait
+        c[L.GT] = wait_blin * c[L.TPB]
+        fail(c, L.E_GRID_DEADLOCK, load_i64(_coop_block(c, wait) + L.CB_SITE * 8), done_blin,
+             wait_blin, 0, 0, 0)
+    store_i64(t + L.COOP_WAITING * 8, 0)
+    c[L.STAMP] += 1
+    c[L.LAUNCH_STAMP] = c[L.STAMP]  # older records are ordered before whatever comes next
+    if c[L.BLOCK_STARTS] != 0:
+        store_i64(c[L.BLOCK_STARTS], 0)  # block runs are counted per stretch between syncs
+    if c[L.RELEASES] != 0:
+        for k in range(2 * nblocks):
+            store_i64(c[L.RELEASES] + k * 8, 0)
+    return True

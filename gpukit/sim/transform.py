@@ -114,6 +114,7 @@ class Build:
     local_align: int = 16  # the same for every local frame
     dynamic_shared: bool = False
     uses_fences: bool = False
+    cooperative: bool = False  # calls grid.sync(): blocks take turns (sync.grid_barrier)
     print_strings: dict = field(default_factory=dict)  # (site, arg) -> literal text
     local_slot: int = -1  # the slot of the local-memory arena
     site_slots: dict = field(default_factory=dict)  # site -> slot, where the transform knows it
@@ -879,7 +880,24 @@ class UnitRewriter:
                 return True
         return False
 
+    def grid_sync(self, call: ast.Call) -> bool:
+        """Whether `call` is `g.sync()` of a grid group: `cuda.cg.this_grid().sync()`, or `g`
+        a local variable whose only assignment is `g = cuda.cg.this_grid()`."""
+        func = call.func
+        if not (isinstance(func, ast.Attribute) and func.attr == "sync"):
+            return False
+        group = func.value
+        if isinstance(group, ast.Name) and group.id in self.locals:
+            group = self.single_value(group.id)
+        if not isinstance(group, ast.Call):
+            return False
+        static = self.resolve(group.func)
+        spec = names.intrinsic(static.obj) if static is not None else None
+        return spec is not None and spec.category == "grid"
+
     def _hoistable(self, call: ast.Call) -> bool:
+        if self.grid_sync(call):
+            return True
         obj = self.resolve(call.func)
         if obj is None:
             return False
@@ -912,7 +930,11 @@ class UnitRewriter:
             raise self._unsupported(call, "a sync call here")
         if call.keywords:
             raise self._unsupported(call, f"keyword arguments to cuda.{spec.name}")
-        kind_name, result = names.SYNCS[spec.name]
+        if spec is names.GRID_SYNC:
+            kind_name, result = "K_GRID", "i32"  # numba-cuda's grid sync returns an int32
+            self.build.cooperative = True
+        else:
+            kind_name, result = names.SYNCS[spec.name]
         kind = getattr(L, kind_name)
         site = self.site(call, "sync")
         args = [self.used(a, L.UNDEF_SYNC, call) for a in call.args]
@@ -977,7 +999,7 @@ class _Hoister(ast.NodeTransformer):
         if not self.rw._hoistable(node):
             return node
         obj = self.rw.resolve(node.func)
-        spec = names.intrinsic(obj.obj)
+        spec = names.GRID_SYNC if obj is None else names.intrinsic(obj.obj)
         if spec is not None:
             pre, result = self.rw.sync_call(node, spec)
         else:
@@ -1145,6 +1167,8 @@ class _ExprRewriter(ast.NodeTransformer):
                 return self._const_array(node)
             if cat == "sync":
                 raise rw._unsupported(node, f"cuda.{spec.name} in this position")
+            if cat == "grid":  # the grid group: only its sync() means anything (a sync point)
+                return _const(0)
             raise rw._unsupported(node, f"calling cuda.{spec.name}")
         if names.is_declared_device(obj):
             raise rw._unsupported(node, f"calling {static.path}, which cuda.declare_device "
