@@ -246,7 +246,7 @@ def test_benchmarks_md_quotes_the_scaling_findings_as_written(tmp_path):
     assert "- not a finding" not in section
 
 
-def test_regions_benchmark_runs_each_barrier_kernel_both_ways(capsys):
+def test_regions_benchmark_runs_each_barrier_kernel_three_ways(capsys):
     regions.main(["--quick", "--repeat", "1"])
     rows = [line for line in capsys.readouterr().out.splitlines()
             if line.startswith("| ") and not line.startswith("| kernel") and "---" not in line]

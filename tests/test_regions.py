@@ -227,3 +227,47 @@ def test_regions_and_generators_agree(n, blocks, seed, schedule):
         results.append(be.launches[-1].stats)
     np.testing.assert_array_equal(results[0], results[2])
     assert results[1] == results[3]
+
+
+# -- values the block computes once ------------------------------------------------------------
+def uniform_mid_region(a, out, d):
+    """`half` is uniform but assigned between two threads' statements: each thread keeps its
+    own; `quot` divides by a parameter (it may fail, so every thread computes it)."""
+    s = cuda.shared.array(TPB, float32)
+    t = cuda.threadIdx.x
+    s[t] = a[t]
+    half = cuda.blockDim.x // 2
+    s[t] += 1
+    quot = cuda.blockDim.x // d
+    cuda.syncthreads()
+    if t < half:
+        out[t] = s[t + half] + quot
+
+
+def test_a_reductions_stride_is_computed_once_by_the_block():
+    sim = CPUBackend().compile_kernel(tree_sum).sim
+    assert sim.unit.region_vars == ("t",)  # stride is no thread's to keep
+    source = sim.explain()
+    # the stride's two assignments sit outside the threads' loops (block-level indentation)
+    assert "\n    stride = _g_floordiv(_g_c, _g_bdim_x(_g_c), 2, " in source
+    assert "\n        stride = _g_floordiv(_g_c, stride, 2, " in source
+
+
+def test_a_uniform_value_between_threads_statements_stays_per_thread():
+    be = CPUBackend()
+    kernel = be.compile_kernel(uniform_mid_region)
+    assert set(kernel.sim.unit.region_vars) >= {"half", "quot"}
+    a = np.arange(TPB, dtype=np.float32)
+    out = be.to_device(np.zeros(TPB // 2, np.float32))
+    be.launch_kernel(kernel, 1, TPB, be.to_device(a), out, 4)
+    np.testing.assert_array_equal(be.to_host(out), a[TPB // 2:] + 1 + TPB // 4)
+
+
+def test_a_division_the_block_might_fail_is_reported_by_the_first_thread():
+    be = CPUBackend()
+    a = be.to_device(np.arange(TPB, dtype=np.float32))
+    out = be.to_device(np.zeros(TPB // 2, np.float32))
+    with pytest.raises(KernelError, match=r"integer division by zero in 'cuda.blockDim.x // d'") \
+            as info:
+        be.launch_kernel(uniform_mid_region, 1, TPB, a, out, 0)
+    assert info.value.thread == (0, 0, 0) and info.value.block == (0, 0, 0)

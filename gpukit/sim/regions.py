@@ -39,6 +39,9 @@ from numba.core import types
 from . import layout as L
 from .transform import CTX, P, _assign, _call, _const, _name
 
+# whether uniform values are computed once by the block (`_block_level_values`); only
+# `python -m benchmarks.regions` turns it off, to measure what it saves
+BLOCK_LEVEL_VALUES = True
 _ACCUMULATOR = re.compile(P + r"(n\d+|ticks)")  # transform.UnitRewriter.prologue's counters
 _BLOCK_UNIFORM_CALLS = frozenset(P + n for n in (
     "floordiv", "mod", "shared_array", "dynamic_shared_array", "block_idx", "block_dim",
@@ -66,9 +69,12 @@ def split(body: list[ast.stmt], fences: bool) -> tuple[list[ast.stmt], tuple[str
     region_stores = set().union(*(_stores(r) for r, _ in regions)) if regions else set()
     if block_level & region_stores:
         return None  # a name both a block-level loop variable and a thread's variable
+    hoisted = _block_level_values(body, varying, stored, block_level) \
+        if BLOCK_LEVEL_VALUES else set()
     kept = {n for n in _kept(regions, region_stores, body) if not _ACCUMULATOR.fullmatch(n)}
+    kept -= hoisted
     index = {name: k for k, name in enumerate(sorted(kept))}
-    builder = _Builder(index, fences)
+    builder = _Builder(index, fences, hoisted)
     return inits + builder.block(body), tuple(sorted(kept))
 
 
@@ -287,6 +293,104 @@ def _uniform_control(stmts: list[ast.stmt], varying: set[str]) -> bool:
     return True
 
 
+# -- values the block computes once ------------------------------------------------------------
+_SAFE_CALLS = frozenset(P + n for n in (
+    "block_idx", "block_dim", "grid_dim", "gridsize", "warpsize", "len",
+    *(f"{what}_{axis}" for what in ("bid", "bdim", "gdim") for axis in "xyz")))
+
+
+def _runs(stmts: list[ast.stmt], runs: list[list[ast.stmt]], looped: set[str]) -> None:
+    """The statements between sync points and block-level if/while/for, as `_Builder.block`
+    groups them into regions (`looped`: the targets of block-level for loops)."""
+    run: list[ast.stmt] = []
+    for stmt in stmts:
+        if _yield_site(stmt) is not None or isinstance(stmt, (ast.Break, ast.Continue)):
+            runs.append(run)
+            run = []
+        elif _has_yield(stmt):
+            runs.append(run)
+            run = []
+            if isinstance(stmt, ast.For):
+                looped.add(stmt.target.id)
+            _runs(stmt.body, runs, looped)
+            _runs(stmt.orelse, runs, looped)
+        else:
+            run.append(stmt)
+    runs.append(run)
+
+
+def _block_value(stmt: ast.stmt, varying: set[str]) -> str | None:
+    """The name `stmt` assigns when it is `name = <uniform value that cannot fail>`: the
+    same in every thread, so the block computes it once (a division only by a nonzero
+    constant, calls only of block coordinates and sizes)."""
+    if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1
+            and isinstance(stmt.targets[0], ast.Name)) or stmt.targets[0].id in varying:
+        return None
+    value = stmt.value
+    if not _uniform(value, varying):
+        return None
+    for node in ast.walk(value):
+        if isinstance(node, ast.Call):
+            name = node.func.id if isinstance(node.func, ast.Name) else None
+            divides = name in (P + "floordiv", P + "mod") and len(node.args) == 4 \
+                and isinstance(node.args[2], ast.Constant) and node.args[2].value not in (0, 0.0)
+            if name not in _SAFE_CALLS and not divides:
+                return None
+    return stmt.targets[0].id
+
+
+def _block_level_values(body: list[ast.stmt], varying: set[str], stored: set[str],
+                        block_level: set[str]) -> set[str]:
+    """Uniform variables the block can compute once, at block level, instead of every thread
+    computing and keeping its own copy: each assignment of one is a `_block_value` at the start
+    or the end of its region (so moving it before or after the threads' loop keeps the order
+    every thread sees), reading only constants, parameters and other such names. A tree
+    reduction's `stride` is one: its `stride //= 2` region then needs no loop over threads."""
+    runs: list[list[ast.stmt]] = []
+    _runs(body, runs, set())
+    names: set[str] = set()
+    others: set[str] = set()
+    for run in runs:
+        for stmt in run:
+            name = _block_value(stmt, varying)
+            if name is None:
+                others |= _stores([stmt])
+            else:
+                names.add(name)
+    names -= others | block_level
+    while True:
+        bad = {n for run in runs for n in _misplaced(run, names)}
+        bad |= {_block_value(s, varying) for run in runs for s in run
+                if _block_value(s, varying) in names
+                and _loads(s.value) & stored - names - block_level}
+        if not bad:
+            return names
+        names -= bad
+
+
+def _ends(run: list[ast.stmt], names: set[str]) -> tuple[int, int]:
+    """(start, end): `run[:start]` and `run[end:]` only assign names of `names`."""
+    ours = [_assigns_one_of(s, names) for s in run]
+    start, end = 0, len(run)
+    while start < end and ours[start]:
+        start += 1
+    while end > start and ours[end - 1]:
+        end -= 1
+    return start, end
+
+
+def _assigns_one_of(stmt: ast.stmt, names: set[str]) -> bool:
+    return isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 \
+        and isinstance(stmt.targets[0], ast.Name) and stmt.targets[0].id in names
+
+
+def _misplaced(run: list[ast.stmt], names: set[str]) -> set[str]:
+    """The names of `names` assigned in the middle of `run` (threads' statements on both
+    sides)."""
+    start, end = _ends(run, names)
+    return {s.targets[0].id for s in run[start:end] if _assigns_one_of(s, names)}
+
+
 # -- regions and what they keep ----------------------------------------------------------------
 def _collect(stmts: list[ast.stmt], in_loop: bool, regions: list, block_level: set[str]) -> None:
     pending: list[ast.stmt] = []
@@ -389,10 +493,17 @@ _ON = -2  # a region that ends at a block-level if/while/for: threads stay runna
 
 
 class _Builder:
-    def __init__(self, index: dict[str, int], fences: bool):
+    def __init__(self, index: dict[str, int], fences: bool, hoisted: set[str]):
         self.index = index
         self.fences = fences
+        self.hoisted = hoisted
         self.tests = 0
+
+    def run(self, stmts: list[ast.stmt], exit_code: int) -> list[ast.stmt]:
+        """A region, with the block-level values it assigns first and last computed once by
+        the block, before and after the threads' loop (`_block_level_values`)."""
+        start, end = _ends(stmts, self.hoisted)
+        return stmts[:start] + self.region(stmts[start:end], exit_code) + stmts[end:]
 
     def block(self, stmts: list[ast.stmt], top: bool = True) -> list[ast.stmt]:
         out: list[ast.stmt] = []
@@ -405,26 +516,26 @@ class _Builder:
                     raise ValueError("a barrier's yield without its operands")  # transform's
                 if kind == L.K_BARRIER:
                     pending = pending[:-1]  # a plain barrier has no operand to leave
-                out += self.region(pending, _ON)
+                out += self.run(pending, _ON)
                 out.append(ast.Expr(_call(P + "barrier", _name(CTX), _const(kind))))
                 pending = []
             elif not _has_yield(stmt):
                 if isinstance(stmt, (ast.Break, ast.Continue)):
                     if pending:
-                        out += self.region(pending, _ON)
+                        out += self.run(pending, _ON)
                         pending = []
                     out.append(stmt)
                 else:
                     pending.append(stmt)
             else:
                 if pending:
-                    out += self.region(pending, _ON)
+                    out += self.run(pending, _ON)
                     pending = []
                 out += self.construct(stmt)
         if top:
-            out += self.region(pending, _END)
+            out += self.run(pending, _END)
         elif pending:
-            out += self.region(pending, _ON)
+            out += self.run(pending, _ON)
         return out
 
     def construct(self, stmt: ast.stmt) -> list[ast.stmt]:
