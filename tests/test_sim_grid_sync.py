@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from numba import cuda, int32
+from numba import cuda, float32, int32
 
 from gpukit.backends.cpu import CPUBackend
 from gpukit.errors import BarrierError, LaunchConfigError, RaceConditionError
@@ -43,6 +43,38 @@ def rotate(buf, out, steps):
         buf[dst, i] = buf[src, (i + 1) % n] * 2 + s
         cuda.cg.this_grid().sync()
     out[i] = buf[steps % 2, i]
+
+
+def grid_sum(a, partial, out):
+    # block sums with syncthreads, then one thread adds them up after a grid.sync()
+    s = cuda.shared.array(64, float32)
+    t = cuda.threadIdx.x
+    i = cuda.grid(1)
+    s[t] = a[i] if i < a.shape[0] else 0.0
+    cuda.syncthreads()
+    stride = 32
+    while stride > 0:
+        if t < stride:
+            s[t] += s[t + stride]
+        cuda.syncthreads()
+        stride //= 2
+    if t == 0:
+        partial[cuda.blockIdx.x] = s[0]
+    cuda.cg.this_grid().sync()
+    if i == 0:
+        total = 0.0
+        for b in range(partial.shape[0]):
+            total += partial[b]
+        out[0] = total
+
+
+def mirror_past_the_end(a, out, res):
+    i = cuda.grid(1)
+    if i >= a.shape[0]:
+        return  # threads past the end leave: the rest of their block still syncs
+    out[i] = a[i]
+    cuda.cg.this_grid().sync()
+    res[i] = out[i] + out[a.shape[0] - 1 - i]
 
 
 def shared_survives(out):
@@ -131,6 +163,22 @@ def test_ping_pong_across_blocks_matches_numpy(blocks, threads, steps, shuffle):
     backend.launch_kernel(rotate, blocks, threads, buf, out, steps,
                           schedule="shuffle" if shuffle else "ordered", seed=3)
     np.testing.assert_array_equal(backend.to_host(out), expected)
+
+
+@pytest.mark.parametrize("schedule", ["ordered", "shuffle"])
+def test_block_sums_then_a_grid_sum_matches_numpy(backend, schedule):
+    a = np.random.default_rng(5).random(300).astype(np.float32)
+    partial, out = backend.allocate(5, np.float32), backend.allocate(1, np.float32)
+    backend.launch_kernel(grid_sum, 5, 64, backend.to_device(a), partial, out,
+                          schedule=schedule, seed=1)
+    np.testing.assert_allclose(backend.to_host(out)[0], a.astype(np.float64).sum(), rtol=1e-5)
+
+
+def test_threads_that_return_before_a_grid_sync_are_excused(backend):
+    a = np.arange(100, dtype=np.int64)
+    out, res = backend.allocate(100, np.int64), backend.allocate(100, np.int64)
+    backend.launch_kernel(mirror_past_the_end, 2, 64, backend.to_device(a), out, res)
+    np.testing.assert_array_equal(backend.to_host(res), a + a[::-1])
 
 
 def test_shared_memory_lives_on_across_a_grid_sync(backend):
