@@ -226,6 +226,37 @@ def test_kernel_errors_come_from_the_launch_line_with_the_users_frames_only():
         "test_kernel_errors_come_from_the_launch_line_with_the_users_frames_only"
 
 
+def test_debug_true_kernels_raise_on_a_zero_divisor_as_numba_cudas_debug_mode():
+    def quotient(r, x, y):
+        r[0] = y[0] / x[0]
+        r[1] = y[0]
+
+    with gpukit.simulate():
+        debug = cuda.jit(debug=True, opt=False)(quotient)
+        plain = cuda.jit(quotient)
+        r, x, y = np.zeros(2), np.zeros(1), np.ones(1)
+        with pytest.raises(ZeroDivisionError) as info:
+            debug[1, 1](r, x, y)
+        assert str(info.value).startswith(
+            "division by zero in 'y[0] / x[0]': the kernel was compiled with debug=True, under "
+            "which numba-cuda uses Python's error model: a zero divisor raises "
+            "ZeroDivisionError, floats too")
+        np.testing.assert_array_equal(r, [0, 0])  # the launch stopped at the division
+        plain[1, 1](r, x, y)  # numba-cuda's default (numpy's error model): inf, no error
+        np.testing.assert_array_equal(r, [np.inf, 1])
+
+
+def test_debug_true_integer_modulo_raises_even_with_the_division_check_off():
+    def remainder(r, n, d):
+        r[0] = n % d
+
+    backend = gpukit.get_backend("cpu", checks={"division_by_zero": False})
+    r = backend.allocate(1, np.int64)
+    backend.launch_kernel(remainder, 1, 1, r, 7, 0)  # the check off: no error without debug
+    with pytest.raises(ZeroDivisionError, match=r"^modulo by zero in 'n % d': the kernel was "):
+        backend.launch_kernel(cuda.jit(debug=True, opt=False)(remainder), 1, 1, r, 7, 0)
+
+
 PROGRAM = """
 import numpy as np
 from numba import cuda

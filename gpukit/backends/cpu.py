@@ -311,13 +311,15 @@ class CPUBackend(Backend):
             py_func = python_function(func)
         except TypeError as exc:
             raise ArgumentTypeError(str(exc)) from None
-        key = (py_func, None if signature is None else str(signature))  # eager and lazy differ
+        # numba-cuda's debug=True (Python's error model) makes another kernel
+        debug = bool(getattr(func, "targetoptions", {}).get("debug"))
+        key = (py_func, None if signature is None else str(signature), debug)  # eager != lazy
         kernel = self._kernels.get(key)
         if kernel is not None:
             self._kernels.move_to_end(key)
         else:
             try:
-                kernel = CPUKernel(SimKernel(py_func, signature), self, signature)
+                kernel = CPUKernel(SimKernel(py_func, signature, debug), self, signature)
             except SyntaxError as exc:  # source that parses only in context (a lambda, ...)
                 name = py_func.__name__
                 raise UnsupportedKernelError(

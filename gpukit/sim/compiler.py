@@ -60,7 +60,9 @@ RUNTIME: dict[str, Any] = {
     P + "print_end": runtime.print_end, P + "shared_static_bytes": runtime.shared_static_bytes,
     P + "tick": intrinsics.tick, P + "check_step": intrinsics.check_step,
     P + "assert_": intrinsics.assert_, P + "floordiv": intrinsics.floordiv,
-    P + "mod": intrinsics.mod, P + "divmod_": intrinsics.divmod_, P + "round_to": intrinsics.round_to,
+    P + "mod": intrinsics.mod, P + "divmod_": intrinsics.divmod_,
+    P + "py_truediv": intrinsics.py_truediv, P + "py_floordiv": intrinsics.py_floordiv,
+    P + "py_mod": intrinsics.py_mod, P + "round_to": intrinsics.round_to,
     P + "shared_array": intrinsics.shared_array,
     P + "dynamic_shared_array": intrinsics.dynamic_shared_array,
     P + "local_array": intrinsics.local_array, P + "thread_frame": intrinsics.thread_frame,
@@ -111,9 +113,9 @@ def runtime() -> dict[str, Any]:
 class KernelBuilder:
     """Rewrites one kernel and everything it calls into compilable units."""
 
-    def __init__(self, func: pytypes.FunctionType):
+    def __init__(self, func: pytypes.FunctionType, debug: bool = False):
         self.func = func
-        self.build = Build()
+        self.build = Build(python_errors=debug)
         self._sync: dict[Any, bool] = {}
         self._units: dict[Any, Unit] = {}
         self._ids = itertools.count(1)

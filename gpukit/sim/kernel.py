@@ -47,7 +47,7 @@ def is_device_function(kernel: Any) -> bool:
 class SimKernel:
     """A Numba CUDA kernel, rewritten and compiled for the simulator."""
 
-    def __init__(self, func: Any, signature: Any = None):
+    def __init__(self, func: Any, signature: Any = None, debug: bool = False):
         self.py_func = python_function(func)
         self.name = self.py_func.__name__
         if self.name == "<lambda>":
@@ -58,7 +58,7 @@ class SimKernel:
         self.argtypes = eager_argtypes(signature)  # an eager signature's types, or None
         code = self.py_func.__code__
         self.param_names = code.co_varnames[:code.co_argcount]
-        builder = KernelBuilder(self.py_func)
+        builder = KernelBuilder(self.py_func, debug)  # debug: numba-cuda's debug=True
         self.unit = builder.kernel()
         self.units = builder.units()
         build = builder.build

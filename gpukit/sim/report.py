@@ -189,7 +189,13 @@ def kernel_error(ctx: ErrorContext) -> KernelError:
     if code == L.E_RACE:
         return _race(ctx, where, text, a, b, cc, d, e)
     if code == L.E_DIVZERO:
-        op = ("division", "modulo", "divmod")[a]
+        op = ("division", "modulo", "divmod", "division")[a]
+        if b:  # Python's error model
+            msg = (f"{op} by zero in '{text}': the kernel was compiled with debug=True, under "
+                   "which numba-cuda uses Python's error model: a zero divisor raises "
+                   "ZeroDivisionError, floats too (without debug=True a float result is inf or "
+                   "nan, and an integer one meaningless); guard the divisor")
+            return KernelArithmeticError(msg, **where)
         msg = (f"integer {op} by zero in '{text}' (a GPU returns a meaningless value without "
                "any error); guard the divisor")
         return KernelArithmeticError(msg, **where)

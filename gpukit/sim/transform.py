@@ -115,6 +115,7 @@ class Build:
     dynamic_shared: bool = False
     uses_fences: bool = False
     cooperative: bool = False  # calls grid.sync(): blocks take turns (sync.grid_barrier)
+    python_errors: bool = False  # compiled with debug=True: a zero divisor raises, as in Python
     print_strings: dict = field(default_factory=dict)  # (site, arg) -> literal text
     local_slot: int = -1  # the slot of the local-memory arena
     site_slots: dict = field(default_factory=dict)  # site -> slot, where the transform knows it
@@ -559,6 +560,9 @@ class UnitRewriter:
 
     def _binop(self, op: ast.operator, left: ast.expr, right: ast.expr, node: ast.AST):
         helper = {ast.FloorDiv: "floordiv", ast.Mod: "mod"}.get(type(op))
+        if self.build.python_errors:  # numba-cuda's debug=True: Python's error model
+            helper = {ast.Div: "py_truediv", ast.FloorDiv: "py_floordiv",
+                      ast.Mod: "py_mod"}.get(type(op))
         if helper is None:
             return ast.BinOp(left=left, op=op, right=right)
         return _call(P + helper, _name(CTX), left, right, _const(self.site(node, "expr")))

@@ -38,14 +38,13 @@ def jit(func_or_sig: Any = None, device: bool = False, inline: Any = "never",
     (and kept in `targetoptions`); an eager signature is honoured at launch (arguments converted
     to its types, others refused) instead of compiling for a GPU now."""
     from numba.cuda.core import sigutils
+    from numba.cuda.core.errors import NumbaInvalidConfigWarning
 
     from .patching import original
 
     options = dict(device=device, inline=inline, forceinline=forceinline, link=link,
                    debug=debug, opt=opt, lineinfo=lineinfo, launch_bounds=launch_bounds,
                    shared_memory_carveout=shared_memory_carveout, **kws)
-    if debug and opt is None:
-        options["opt"] = False  # numba-cuda warns about debug with opt; it is moot here
     if sigutils.is_signature(func_or_sig):
         signatures = [func_or_sig]
     elif isinstance(func_or_sig, list):
@@ -54,9 +53,12 @@ def jit(func_or_sig: Any = None, device: bool = False, inline: Any = "never",
         signatures = None
     if signatures is None and func_or_sig is not None:
         return original("jit")(func_or_sig, **options)
+    original("jit")(**options)  # numba-cuda checks its options (and warns) now, as when called
 
     def decorate(func: Any) -> Any:
-        dispatcher = original("jit")(func, **options)
+        with warnings.catch_warnings():  # said once above, when cuda.jit(...) was called
+            warnings.simplefilter("ignore", NumbaInvalidConfigWarning)
+            dispatcher = original("jit")(func, **options)
         if signatures is None:
             return dispatcher
         parsed = [sigutils.normalize_signature(sig) for sig in signatures]
