@@ -231,17 +231,30 @@ def test_regions_and_generators_agree(n, blocks, seed, schedule):
 
 # -- values the block computes once ------------------------------------------------------------
 def uniform_mid_region(a, out, d):
-    """`half` is uniform but assigned between two threads' statements: each thread keeps its
-    own; `quot` divides by a parameter (it may fail, so every thread computes it)."""
+    """`half` is uniform but assigned between two threads' statements that read it: each thread
+    keeps its own; `quot` divides by a parameter (it may fail, so every thread computes it)."""
     s = cuda.shared.array(TPB, float32)
     t = cuda.threadIdx.x
-    s[t] = a[t]
+    half = cuda.blockDim.x // 4
+    s[t] = a[t] + half
     half = cuda.blockDim.x // 2
-    s[t] += 1
+    s[t] += half
     quot = cuda.blockDim.x // d
     cuda.syncthreads()
     if t < half:
         out[t] = s[t + half] + quot
+
+
+def uniform_between_independent_statements(a, out):
+    """`n` is assigned among threads' statements that do not touch it: the block computes it."""
+    s = cuda.shared.array(TPB, float32)
+    t = cuda.threadIdx.x
+    s[t] = a[t]
+    n = a.shape[0] // 2
+    s[t] += 1
+    cuda.syncthreads()
+    if t < n:
+        out[t] = s[t] + s[t + n]
 
 
 def test_a_reductions_stride_is_computed_once_by_the_block():
@@ -260,7 +273,16 @@ def test_a_uniform_value_between_threads_statements_stays_per_thread():
     a = np.arange(TPB, dtype=np.float32)
     out = be.to_device(np.zeros(TPB // 2, np.float32))
     be.launch_kernel(kernel, 1, TPB, be.to_device(a), out, 4)
-    np.testing.assert_array_equal(be.to_host(out), a[TPB // 2:] + 1 + TPB // 4)
+    np.testing.assert_array_equal(be.to_host(out), a[TPB // 2:] + TPB // 4 + TPB // 2 + TPB // 4)
+
+
+def test_a_uniform_value_among_statements_that_do_not_touch_it_is_the_blocks():
+    a = np.arange(TPB, dtype=np.float32)
+    kernel, (_, out) = _run(CPUBackend(), uniform_between_independent_statements, 1, TPB, a,
+                            np.zeros(TPB // 2, np.float32))
+    assert "n" not in kernel.sim.unit.region_vars
+    assert "\n    n = _g_floordiv(_g_c, a.shape[0], 2, " in kernel.sim.explain()
+    np.testing.assert_array_equal(out, a[:TPB // 2] + a[TPB // 2:] + 2)
 
 
 def test_a_division_the_block_might_fail_is_reported_by_the_first_thread():

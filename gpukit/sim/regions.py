@@ -299,9 +299,9 @@ _SAFE_CALLS = frozenset(P + n for n in (
     *(f"{what}_{axis}" for what in ("bid", "bdim", "gdim") for axis in "xyz")))
 
 
-def _runs(stmts: list[ast.stmt], runs: list[list[ast.stmt]], looped: set[str]) -> None:
+def _runs(stmts: list[ast.stmt], runs: list[list[ast.stmt]]) -> None:
     """The statements between sync points and block-level if/while/for, as `_Builder.block`
-    groups them into regions (`looped`: the targets of block-level for loops)."""
+    groups them into regions."""
     run: list[ast.stmt] = []
     for stmt in stmts:
         if _yield_site(stmt) is not None or isinstance(stmt, (ast.Break, ast.Continue)):
@@ -310,10 +310,8 @@ def _runs(stmts: list[ast.stmt], runs: list[list[ast.stmt]], looped: set[str]) -
         elif _has_yield(stmt):
             runs.append(run)
             run = []
-            if isinstance(stmt, ast.For):
-                looped.add(stmt.target.id)
-            _runs(stmt.body, runs, looped)
-            _runs(stmt.orelse, runs, looped)
+            _runs(stmt.body, runs)
+            _runs(stmt.orelse, runs)
         else:
             run.append(stmt)
     runs.append(run)
@@ -342,12 +340,12 @@ def _block_value(stmt: ast.stmt, varying: set[str]) -> str | None:
 def _block_level_values(body: list[ast.stmt], varying: set[str], stored: set[str],
                         block_level: set[str]) -> set[str]:
     """Uniform variables the block can compute once, at block level, instead of every thread
-    computing and keeping its own copy: each assignment of one is a `_block_value` at the start
-    or the end of its region (so moving it before or after the threads' loop keeps the order
-    every thread sees), reading only constants, parameters and other such names. A tree
-    reduction's `stride` is one: its `stride //= 2` region then needs no loop over threads."""
+    computing and keeping its own copy: each assignment of one is a `_block_value` that can
+    move before or after its region's loop over threads without changing what any thread sees
+    (`_split_run`), reading only constants, parameters and other such names. A tree reduction's
+    `stride` is one: its `stride //= 2` region then needs no loop over threads."""
     runs: list[list[ast.stmt]] = []
-    _runs(body, runs, set())
+    _runs(body, runs)
     names: set[str] = set()
     others: set[str] = set()
     for run in runs:
@@ -358,8 +356,9 @@ def _block_level_values(body: list[ast.stmt], varying: set[str], stored: set[str
             else:
                 names.add(name)
     names -= others | block_level
-    while True:
-        bad = {n for run in runs for n in _misplaced(run, names)}
+    while True:  # an assignment that must stay among the threads' statements: not ours
+        bad = {s.targets[0].id for run in runs for s in _split_run(run, names)[1]
+               if _assigns_one_of(s, names)}
         bad |= {_block_value(s, varying) for run in runs for s in run
                 if _block_value(s, varying) in names
                 and _loads(s.value) & stored - names - block_level}
@@ -368,15 +367,21 @@ def _block_level_values(body: list[ast.stmt], varying: set[str], stored: set[str
         names -= bad
 
 
-def _ends(run: list[ast.stmt], names: set[str]) -> tuple[int, int]:
-    """(start, end): `run[:start]` and `run[end:]` only assign names of `names`."""
-    ours = [_assigns_one_of(s, names) for s in run]
-    start, end = 0, len(run)
-    while start < end and ours[start]:
-        start += 1
-    while end > start and ours[end - 1]:
-        end -= 1
-    return start, end
+def _split_run(run: list[ast.stmt], names: set[str]
+               ) -> tuple[list[ast.stmt], list[ast.stmt], list[ast.stmt]]:
+    """`run` as (what the block computes before the threads' loop, what every thread runs,
+    what the block computes after it): an assignment of one of `names` moves to the front when
+    no statement before it that stays touches its name or writes what it reads, else to the
+    back when no statement after it that stays does; otherwise it stays."""
+    front: list[ast.stmt] = []
+    stay: list[ast.stmt] = []
+    for stmt in run:
+        (front if _assigns_one_of(stmt, names) and _independent(stmt, stay) else stay).append(stmt)
+    back: list[ast.stmt] = []
+    rest: list[ast.stmt] = []
+    for stmt in reversed(stay):
+        (back if _assigns_one_of(stmt, names) and _independent(stmt, rest) else rest).append(stmt)
+    return front, rest[::-1], back[::-1]
 
 
 def _assigns_one_of(stmt: ast.stmt, names: set[str]) -> bool:
@@ -384,11 +389,11 @@ def _assigns_one_of(stmt: ast.stmt, names: set[str]) -> bool:
         and isinstance(stmt.targets[0], ast.Name) and stmt.targets[0].id in names
 
 
-def _misplaced(run: list[ast.stmt], names: set[str]) -> set[str]:
-    """The names of `names` assigned in the middle of `run` (threads' statements on both
-    sides)."""
-    start, end = _ends(run, names)
-    return {s.targets[0].id for s in run[start:end] if _assigns_one_of(s, names)}
+def _independent(assign: ast.Assign, others: list[ast.stmt]) -> bool:
+    """Whether `assign` may trade places with `others`: none reads or writes its name, none
+    writes a name its value reads."""
+    name, reads = assign.targets[0].id, _loads(assign.value)
+    return not any(name in _loads(o) | _stores([o]) or reads & _stores([o]) for o in others)
 
 
 # -- regions and what they keep ----------------------------------------------------------------
@@ -500,10 +505,10 @@ class _Builder:
         self.tests = 0
 
     def run(self, stmts: list[ast.stmt], exit_code: int) -> list[ast.stmt]:
-        """A region, with the block-level values it assigns first and last computed once by
-        the block, before and after the threads' loop (`_block_level_values`)."""
-        start, end = _ends(stmts, self.hoisted)
-        return stmts[:start] + self.region(stmts[start:end], exit_code) + stmts[end:]
+        """A region, with the block-level values it assigns computed once by the block,
+        before or after the threads' loop (`_block_level_values`, `_split_run`)."""
+        front, threads, back = _split_run(stmts, self.hoisted)
+        return front + self.region(threads, exit_code) + back
 
     def block(self, stmts: list[ast.stmt], top: bool = True) -> list[ast.stmt]:
         out: list[ast.stmt] = []
