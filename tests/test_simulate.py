@@ -257,6 +257,23 @@ def test_debug_true_integer_modulo_raises_even_with_the_division_check_off():
         backend.launch_kernel(cuda.jit(debug=True, opt=False)(remainder), 1, 1, r, 7, 0)
 
 
+def test_debug_true_float_floordiv_and_divmod_raise_too():
+    def floor_quotient(r, x, y):
+        r[0] = x // y
+
+    def quotient_and_remainder(r, x, y):
+        q, m = divmod(x, y)
+        r[0] = q + m
+
+    backend = gpukit.get_backend("cpu")
+    r = backend.allocate(1, np.float64)
+    for kernel, text in ((floor_quotient, r"division by zero in 'x // y'"),
+                         (quotient_and_remainder, r"divmod by zero in 'divmod\(x, y\)'")):
+        backend.launch_kernel(kernel, 1, 1, r, 1.0, 0.0)  # IEEE without debug=True: no error
+        with pytest.raises(ZeroDivisionError, match="^" + text):
+            backend.launch_kernel(cuda.jit(debug=True, opt=False)(kernel), 1, 1, r, 1.0, 0.0)
+
+
 PROGRAM = """
 import numpy as np
 from numba import cuda

@@ -62,7 +62,7 @@ RUNTIME: dict[str, Any] = {
     P + "assert_": intrinsics.assert_, P + "floordiv": intrinsics.floordiv,
     P + "mod": intrinsics.mod, P + "divmod_": intrinsics.divmod_,
     P + "py_truediv": intrinsics.py_truediv, P + "py_floordiv": intrinsics.py_floordiv,
-    P + "py_mod": intrinsics.py_mod, P + "round_to": intrinsics.round_to,
+    P + "py_mod": intrinsics.py_mod, P + "py_divmod": intrinsics.py_divmod, P + "round_to": intrinsics.round_to,
     P + "shared_array": intrinsics.shared_array,
     P + "dynamic_shared_array": intrinsics.dynamic_shared_array,
     P + "local_array": intrinsics.local_array, P + "thread_frame": intrinsics.thread_frame,

@@ -318,6 +318,10 @@ def py_mod(c, a, b, site):
     """a % b in a kernel compiled with debug=True (see py_truediv)."""
 
 
+def py_divmod(c, a, b, site):
+    """divmod(a, b) in a kernel compiled with debug=True (see py_truediv)."""
+
+
 @register_jitable
 def _raise_zero(c, site, op):
     fail(c, L.E_DIVZERO, site, op, 1, 0, 0, 0)  # B=1: Python's error model (debug=True)
@@ -337,7 +341,7 @@ def _python_error_model(op: Any, code: int) -> Any:
 
 
 for _stub, _op, _code in ((py_truediv, operator.truediv, 3), (py_floordiv, operator.floordiv, 0),
-                          (py_mod, operator.mod, 1)):
+                          (py_mod, operator.mod, 1), (py_divmod, divmod, 2)):
     overload(_stub, jit_options={'forceinline': True})(_python_error_model(_op, _code))
 
 

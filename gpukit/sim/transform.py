@@ -1198,7 +1198,8 @@ class _ExprRewriter(ast.NodeTransformer):
             return self._print(node)
         if obj is divmod and len(node.args) == 2:
             a, b = self._args(node)
-            return _call(P + "divmod_", _name(CTX), a, b, _const(rw.site(node, "expr")))
+            helper = "py_divmod" if rw.build.python_errors else "divmod_"  # debug=True
+            return _call(P + helper, _name(CTX), a, b, _const(rw.site(node, "expr")))
         if obj is round and len(node.args) == 2 and not node.keywords:
             return _call(P + "round_to", *self._args(node))  # numba-cuda's rounding of floats
         func = self._static(static, node.func) if not isinstance(node.func, ast.Name) \
