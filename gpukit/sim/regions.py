@@ -359,9 +359,8 @@ def _block_level_values(body: list[ast.stmt], varying: set[str], stored: set[str
     while True:  # an assignment that must stay among the threads' statements: not ours
         bad = {s.targets[0].id for run in runs for s in _split_run(run, names)[1]
                if _assigns_one_of(s, names)}
-        bad |= {_block_value(s, varying) for run in runs for s in run
-                if _block_value(s, varying) in names
-                and _loads(s.value) & stored - names - block_level}
+        bad |= {s.targets[0].id for run in runs for s in run  # reads a thread's value
+                if _assigns_one_of(s, names) and _loads(s.value) & stored - names - block_level}
         if not bad:
             return names
         names -= bad
