@@ -283,9 +283,9 @@ def test_real_gpu_matches_numba_attributes():
     cc = "{}.{}".format(*device.compute_capability)
     dispatcher = cuda.jit(matmul)
     res = gi.resources(dispatcher, MATRICES, cc)
-    sig = gi.signature_from_args(MATRICES)
-    assert res.regs_per_thread == dispatcher.get_regs_per_thread(sig)
-    assert res.shared_mem_bytes == dispatcher.get_shared_mem_per_block(sig) == 2048
+    kernel = dispatcher.compile(gi.signature_from_args(MATRICES))  # what a launch would load
+    assert res.regs_per_thread == kernel.regs_per_thread
+    assert res.shared_mem_bytes == kernel.shared_mem_per_block == 2048
 
 
 def test_kernels_calling_device_functions_compile_without_a_gpu():
