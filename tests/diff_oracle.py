@@ -12,6 +12,9 @@
   and result types are asked of numba-cuda's typing context) and whose value is the CPU's.
   These functions are exact in IEEE arithmetic except the transcendental ones, whose last bit is
   the C library's on the CPU (and libdevice's on a GPU, which is out of scope here).
+- Float `%`, `//` and `divmod`, and `min`/`max` of two floats, compute otherwise on a GPU (NVVM's
+  `frem`, libdevice's fmin/fmax: gpukit/sim/arith.py): the oracle's source calls them through
+  ORACLE_BINARY (`oracle_operators`).
 - `round(x, ndigits)` of a float is `ORACLE_ROUND`: numba-cuda lowers it with CPython's
   fallback `double_round` (scale by 10**ndigits in double precision, round half to even, scale
   back); Numba's CPU target scales in x's own type, so float32 values can differ.
@@ -19,12 +22,14 @@
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import ctypes
 import ctypes.util
 import math
+import operator
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, ClassVar
 
 import numba
 import numpy as np
@@ -250,3 +255,69 @@ def _ol_oracle_round(x, ndigits=None):
 
 
 ORACLE_ROUND = oracle_round
+
+
+# -- the oracle's float division and min/max -----------------------------------------------------
+def _gpu_binary(name: str, pick: Callable) -> Callable:
+    """`name(a, b)` with the GPU's result where it differs from the CPU's: float `%`, `//` and
+    `divmod` (NVVM's frem) and `min`/`max` of two floats (libdevice's fmin/fmax). The values come
+    from gpukit.sim.arith, which tests/test_sim_semantics.py checks against an H200's results."""
+    def stub(a: Any, b: Any) -> Any:
+        raise NotImplementedError("runs only in compiled code")
+
+    def ol(a, b):
+        f = pick(a, b)
+        return lambda a, b: f(a, b)
+    overload(stub)(ol)
+    stub.__name__ = stub.__qualname__ = name
+    return stub
+
+
+def _oracle_binaries() -> dict[str, Callable]:
+    from gpukit.sim import arith
+    ops = {"cu_floordiv": operator.floordiv, "cu_mod": operator.mod, "cu_divmod": divmod}
+    out = {name: _gpu_binary(name, lambda a, b, op=op: arith.gpu_division(op, a, b))
+           for name, op in ops.items()}
+    for name, builtin in (("cu_min", min), ("cu_max", max)):
+        out[name] = _gpu_binary(name, lambda a, b, f=builtin: arith.gpu_min_max(f, a, b))
+    return out
+
+
+ORACLE_BINARY: dict[str, Callable] = _oracle_binaries()
+
+
+class OracleOperators(ast.NodeTransformer):
+    """Rewrites `a // b`, `a % b` (also augmented), `divmod(a, b)`, `min(a, b)` and `max(a, b)`
+    in the oracle's source as calls of ORACLE_BINARY's stand-ins."""
+
+    _OPS: ClassVar[dict] = {ast.FloorDiv: "cu_floordiv", ast.Mod: "cu_mod"}
+    _CALLS: ClassVar[dict] = {"divmod": "cu_divmod", "min": "cu_min", "max": "cu_max"}
+
+    def visit_BinOp(self, node: ast.BinOp) -> ast.AST:
+        self.generic_visit(node)
+        name = self._OPS.get(type(node.op))
+        if name is None:
+            return node
+        return ast.Call(func=ast.Name(id=name, ctx=ast.Load()), args=[node.left, node.right],
+                        keywords=[])
+
+    def visit_AugAssign(self, node: ast.AugAssign) -> ast.AST:
+        self.generic_visit(node)
+        if type(node.op) not in self._OPS:
+            return node
+        read = ast.parse(ast.unparse(node.target), mode="eval").body  # the target, as a load
+        value = self.visit_BinOp(ast.BinOp(left=read, op=node.op, right=node.value))
+        return ast.Assign(targets=[node.target], value=value)
+
+    def visit_Call(self, node: ast.Call) -> ast.AST:
+        self.generic_visit(node)
+        if (isinstance(node.func, ast.Name) and node.func.id in self._CALLS
+                and len(node.args) == 2 and not node.keywords):
+            node.func = ast.Name(id=self._CALLS[node.func.id], ctx=ast.Load())
+        return node
+
+
+def oracle_operators(source: str) -> str:
+    """`source` with OracleOperators applied."""
+    tree = OracleOperators().visit(ast.parse(source))
+    return ast.unparse(ast.fix_missing_locations(tree)) + "\n"

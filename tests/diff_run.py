@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 from diff_gen import Program, kind_of_dtype
-from diff_oracle import CudaTypingError, cuda_typing
+from diff_oracle import CudaTypingError, cuda_typing, oracle_operators
 from diff_program import Case, indent
 from numba import typeof
 from numba.core import types
@@ -105,8 +105,10 @@ def render(program: Program) -> tuple[str, str]:
     kernel_text = "\n".join(kernel) + "\n"
 
     used = sorted(set(re.findall(r"\bmath\.(\w+)\(", kernel_text)))
-    oracle = [*HEADER, "from diff_oracle import ORACLE_MATH, ORACLE_ROUND", "",
+    oracle = [*HEADER, "from diff_oracle import ORACLE_BINARY, ORACLE_MATH, ORACLE_ROUND", "",
               "cu_round = ORACLE_ROUND"]
+    oracle += [f'{name} = ORACLE_BINARY["{name}"]' for name in ("cu_floordiv", "cu_mod",
+                                                                "cu_divmod", "cu_min", "cu_max")]
     oracle += [f'cu_{name} = ORACLE_MATH["{name}"]' for name in used]
     for dev in program.devices:
         oracle += ["", "", '@numba.njit(error_model="numpy")',
@@ -118,7 +120,7 @@ def render(program: Program) -> tuple[str, str]:
     oracle_text = re.sub(r"\bmath\.(\w+)\(", r"cu_\1(", oracle_text)
     oracle_text = re.sub(r"(?<![\w.])round\(", "cu_round(", oracle_text)
     oracle_text = oracle_text.replace("cuda.local.array(", "np.empty(")
-    return kernel_text, oracle_text
+    return kernel_text, oracle_operators(oracle_text)
 
 
 def load(text: str, directory: Path, prefix: str) -> ModuleType:

@@ -21,7 +21,19 @@ from typing import Any
 import numpy as np
 
 from ..errors import KernelTypingError, typing_error_as
-from . import access, atomics, cudamath, half, intrinsics, lowlevel, names, regions, runtime, sync
+from . import (
+    access,
+    arith,
+    atomics,
+    cudamath,
+    half,
+    intrinsics,
+    lowlevel,
+    names,
+    regions,
+    runtime,
+    sync,
+)
 from . import layout as L
 from .transform import (
     CTX,
@@ -59,10 +71,11 @@ RUNTIME: dict[str, Any] = {
     P + "raise_": runtime.raise_, P + "print_value": runtime.print_value,
     P + "print_end": runtime.print_end, P + "shared_static_bytes": runtime.shared_static_bytes,
     P + "tick": intrinsics.tick, P + "check_step": intrinsics.check_step,
-    P + "assert_": intrinsics.assert_, P + "floordiv": intrinsics.floordiv,
-    P + "mod": intrinsics.mod, P + "divmod_": intrinsics.divmod_,
-    P + "py_truediv": intrinsics.py_truediv, P + "py_floordiv": intrinsics.py_floordiv,
-    P + "py_mod": intrinsics.py_mod, P + "py_divmod": intrinsics.py_divmod, P + "round_to": intrinsics.round_to,
+    P + "assert_": intrinsics.assert_, P + "floordiv": arith.floordiv,
+    P + "mod": arith.mod, P + "divmod_": arith.divmod_, P + "min_": arith.min_,
+    P + "max_": arith.max_,
+    P + "py_truediv": arith.py_truediv, P + "py_floordiv": arith.py_floordiv,
+    P + "py_mod": arith.py_mod, P + "py_divmod": arith.py_divmod, P + "round_to": intrinsics.round_to,
     P + "shared_array": intrinsics.shared_array,
     P + "dynamic_shared_array": intrinsics.dynamic_shared_array,
     P + "local_array": intrinsics.local_array, P + "thread_frame": intrinsics.thread_frame,

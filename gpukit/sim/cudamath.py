@@ -27,17 +27,21 @@ from numba.extending import overload, register_jitable
 
 @register_jitable
 def _remainder(x, y):
-    """IEEE remainder: x - n*y with n the integer nearest x/y (ties to even)."""
+    """IEEE remainder, exact: x - n*y with n the integer nearest x/y (ties to even). Reduced
+    modulo 2|y| first, then |y| taken away once or twice; comparing 2|r| with |y| (not |r| with
+    |y|/2, which rounds for the smallest subnormal |y|) keeps every step exact."""
     if np.isnan(x) or np.isnan(y) or np.isinf(x) or y == 0:
         return np.nan
     if np.isinf(y):
         return x
-    r = np.fmod(x, y)
     ay = abs(y)
-    half = ay / 2
-    if abs(r) > half or (abs(r) == half and np.fmod((x - r) / y, 2) != 0):
-        r -= np.copysign(ay, r)
-    return np.copysign(r, x) if r == 0 else r
+    r = np.fmod(x, ay + ay) if np.isfinite(ay + ay) else x  # |r| < 2|y|, the sign of x
+    ar = abs(r)
+    if ar + ar > ay:  # an overflow to inf compares right too
+        ar -= ay
+        if ar + ar >= ay:
+            ar -= ay
+    return -ar if np.signbit(x) else ar
 
 
 @register_jitable

@@ -9,9 +9,7 @@ and warp intrinsics, which need other threads, are in `gpukit.sim.sync`.
 from __future__ import annotations
 
 import math
-import operator
 from collections import namedtuple
-from typing import Any
 
 import numpy as np
 from llvmlite import ir
@@ -247,102 +245,6 @@ def push_frame(c, nbytes, align):
 @register_jitable
 def pop_frame(c, sp):
     c[L.LOCAL_SP] = sp
-
-
-# -- integer division: checked like the GPU never does ----------------------------------------
-def floordiv(c, a, b, site):
-    """a // b (integers: a zero divisor is an error while the check is on)."""
-
-
-def mod(c, a, b, site):
-    """a % b."""
-
-
-def divmod_(c, a, b, site):
-    """divmod(a, b)."""
-
-
-def _is_int(t) -> bool:
-    return isinstance(t, (types.Integer, types.Boolean, types.IntegerLiteral, types.BooleanLiteral))
-
-
-@register_jitable
-def _zero(c, site, op):
-    if c[L.CHECKS] & L.CHECK_DIVISION:
-        fail(c, L.E_DIVZERO, site, op, 0, 0, 0, 0)
-
-
-@overload(floordiv, jit_options={'forceinline': True})
-def _ol_floordiv(c, a, b, site):
-    if _is_int(a) and _is_int(b):
-        def impl(c, a, b, site):
-            if b == 0:
-                _zero(c, site, 0)
-            return a // b
-        return impl
-    return lambda c, a, b, site: a // b
-
-
-@overload(mod, jit_options={'forceinline': True})
-def _ol_mod(c, a, b, site):
-    if _is_int(a) and _is_int(b):
-        def impl(c, a, b, site):
-            if b == 0:
-                _zero(c, site, 1)
-            return a % b
-        return impl
-    return lambda c, a, b, site: a % b
-
-
-@overload(divmod_, jit_options={'forceinline': True})
-def _ol_divmod(c, a, b, site):
-    if _is_int(a) and _is_int(b):
-        def impl(c, a, b, site):
-            if b == 0:
-                _zero(c, site, 2)
-            return divmod(a, b)
-        return impl
-    return lambda c, a, b, site: divmod(a, b)
-
-
-def py_truediv(c, a, b, site):
-    """a / b in a kernel compiled with debug=True: numba-cuda compiles it under Python's error
-    model, so a zero divisor raises ZeroDivisionError (floats too), whatever the checks."""
-
-
-def py_floordiv(c, a, b, site):
-    """a // b in a kernel compiled with debug=True (see py_truediv)."""
-
-
-def py_mod(c, a, b, site):
-    """a % b in a kernel compiled with debug=True (see py_truediv)."""
-
-
-def py_divmod(c, a, b, site):
-    """divmod(a, b) in a kernel compiled with debug=True (see py_truediv)."""
-
-
-@register_jitable
-def _raise_zero(c, site, op):
-    fail(c, L.E_DIVZERO, site, op, 1, 0, 0, 0)  # B=1: Python's error model (debug=True)
-
-
-def _python_error_model(op: Any, code: int) -> Any:
-    def ol(c, a, b, site):
-        if not all(isinstance(t, (types.Number, types.Boolean)) for t in (a, b)):
-            return lambda c, a, b, site: op(a, b)  # arrays: whole-array arithmetic, as ever
-
-        def impl(c, a, b, site):
-            if b == 0:
-                _raise_zero(c, site, code)
-            return op(a, b)
-        return impl
-    return ol
-
-
-for _stub, _op, _code in ((py_truediv, operator.truediv, 3), (py_floordiv, operator.floordiv, 0),
-                          (py_mod, operator.mod, 1), (py_divmod, divmod, 2)):
-    overload(_stub, jit_options={'forceinline': True})(_python_error_model(_op, _code))
 
 
 def round_to(x, ndigits):

@@ -44,8 +44,8 @@ from .transform import CTX, P, _assign, _call, _const, _name
 BLOCK_LEVEL_VALUES = True
 _ACCUMULATOR = re.compile(P + r"(n\d+|ticks)")  # transform.UnitRewriter.prologue's counters
 _BLOCK_UNIFORM_CALLS = frozenset(P + n for n in (
-    "floordiv", "mod", "shared_array", "dynamic_shared_array", "block_idx", "block_dim",
-    "grid_dim", "gridsize", "warpsize", "len",
+    "floordiv", "mod", "min_", "max_", "shared_array", "dynamic_shared_array", "block_idx",
+    "block_dim", "grid_dim", "gridsize", "warpsize", "len",
     *(f"{what}_{axis}" for what in ("bid", "bdim", "gdim") for axis in "xyz")))
 
 
@@ -295,7 +295,7 @@ def _uniform_control(stmts: list[ast.stmt], varying: set[str]) -> bool:
 
 # -- values the block computes once ------------------------------------------------------------
 _SAFE_CALLS = frozenset(P + n for n in (
-    "block_idx", "block_dim", "grid_dim", "gridsize", "warpsize", "len",
+    "min_", "max_", "block_idx", "block_dim", "grid_dim", "gridsize", "warpsize", "len",
     *(f"{what}_{axis}" for what in ("bid", "bdim", "gdim") for axis in "xyz")))
 
 

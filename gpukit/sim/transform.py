@@ -1200,6 +1200,9 @@ class _ExprRewriter(ast.NodeTransformer):
             a, b = self._args(node)
             helper = "py_divmod" if rw.build.python_errors else "divmod_"  # debug=True
             return _call(P + helper, _name(CTX), a, b, _const(rw.site(node, "expr")))
+        if obj in (min, max) and len(node.args) == 2 and not node.keywords \
+                and not any(isinstance(a, ast.Starred) for a in node.args):
+            return _call(P + obj.__name__ + "_", *self._args(node))  # libdevice's fmin/fmax
         if obj is round and len(node.args) == 2 and not node.keywords:
             return _call(P + "round_to", *self._args(node))  # numba-cuda's rounding of floats
         func = self._static(static, node.func) if not isinstance(node.func, ast.Name) \

@@ -1,0 +1,129 @@
+"""Division and min/max in simulated kernels give what a GPU gives (gpukit.sim.arith).
+
+`tests/data/h200_float_semantics.npz` is `python benchmarks/gpu_semantics.py run --backend cuda`
+on an NVIDIA H200 with numba-cuda 0.30.4 (benchmarks/GPU.md): float `%`, `//`, `divmod`,
+`math.fmod`, `math.remainder`, `math.modf`, `math.copysign` and `min`/`max` in several forms, over
+every pair of 21 edge values, in float32 and float64. The simulator must give the same bits.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numba
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from numba import cuda
+
+from benchmarks import gpu_semantics
+from gpukit.backends.cpu import CPUBackend
+
+H200 = Path(__file__).with_name("data") / "h200_float_semantics.npz"
+INF, NAN = math.inf, math.nan
+
+
+@pytest.fixture(scope="module")
+def be() -> CPUBackend:
+    return CPUBackend()
+
+
+def test_every_edge_value_pair_matches_an_h200_bit_for_bit(tmp_path, capsys):
+    simulated = tmp_path / "simulator.npz"
+    gpu_semantics.run("cpu", simulated)
+    assert gpu_semantics.compare(H200, simulated) == 0, capsys.readouterr().out
+
+
+def binary(a, b, rem, quot, lo, hi):
+    i = cuda.grid(1)
+    if i < a.size:
+        rem[i] = a[i] % b[i]
+        quot[i] = a[i] // b[i]
+        lo[i] = min(a[i], b[i])
+        hi[i] = max(a[i], b[i])
+
+
+def launch(be, a, b):
+    a, b = np.array(a), np.array(b)
+    outs = [be.to_device(np.zeros_like(a)) for _ in range(4)]
+    be.launch_kernel(binary, 1, 32, be.to_device(a), be.to_device(b), *outs)
+    return [be.to_host(o) for o in outs]
+
+
+def bits(values) -> list[str]:
+    return [float(v).hex() if not math.isnan(v) else "nan" for v in values]
+
+
+def test_float_remainder_is_nvvms_frem(be):
+    # NaN for an infinite divisor; x - trunc(x / y) * y, fused, for a huge quotient
+    rem, quot, _, _ = launch(be, [5.0, -5.0, 1.0, 7.0, 1.0], [INF, INF, 1e-300, 2.5, 0.0])
+    assert bits(rem) == bits([NAN, NAN, 7.113783875736513e-17, 2.0, NAN])
+    assert bits(quot) == bits([NAN, NAN, 9.999999999999999e299, 2.0, INF])  # y == 0: x / y
+
+
+def test_float32_remainder_stays_float32(be):
+    rem, quot, _, _ = launch(be, np.float32([5.5, -7.0]), np.float32([INF, 2.0]))
+    assert rem.dtype == np.float32 and bits(rem) == bits([NAN, 1.0])
+    assert bits(quot) == bits([NAN, -4.0])
+
+
+def test_min_and_max_of_two_floats_are_libdevices(be):
+    _, _, lo, hi = launch(be, [NAN, 1.0, -0.0, 0.0, NAN], [1.0, NAN, 0.0, -0.0, NAN])
+    assert bits(lo) == bits([1.0, 1.0, -0.0, -0.0, NAN])  # the other operand; -0.0 below +0.0
+    assert bits(hi) == bits([1.0, 1.0, 0.0, 0.0, NAN])
+
+
+def python_rules(a, b, lo3, lo_int):
+    i = cuda.grid(1)
+    if i < a.size:
+        lo3[i] = min(a[i], b[i], a[i])  # three arguments: Python's rules, on a GPU too
+        lo_int[i] = min(i, b[i])  # an int with a float: also Python's
+
+
+def test_other_min_forms_keep_pythons_rules(be):
+    a, b = np.array([NAN, 1.0]), np.array([1.0, NAN])
+    outs = [be.to_device(np.zeros(2)) for _ in range(2)]
+    be.launch_kernel(python_rules, 1, 2, be.to_device(a), be.to_device(b), *outs)
+    lo3, lo_int = (be.to_host(o) for o in outs)
+    assert bits(lo3) == bits([NAN, 1.0]) and bits(lo_int) == bits([0.0, 1.0])
+
+
+def test_numba_njit_code_keeps_the_cpus_rules():
+    assert math.isnan(numba.njit(lambda a, b: min(a, b))(NAN, 1.0))
+    assert numba.njit(lambda a, b: a % b)(5.0, INF) == 5.0
+
+
+def integer_division(a, b, out):
+    i = cuda.grid(1)
+    if i < a.size:
+        q, r = divmod(a[i], b[i])
+        out[i] = q * 1000 + r
+
+
+def test_integers_divide_as_before(be):
+    a, b = np.array([7, -7, 7, -7]), np.array([3, 3, -3, -3])
+    out = be.to_device(np.zeros(4, np.int64))
+    be.launch_kernel(integer_division, 1, 4, be.to_device(a), be.to_device(b), out)
+    assert be.to_host(out).tolist() == [q * 1000 + r for q, r in map(divmod, a, b)]
+
+
+def remainders(a, b, out):
+    i = cuda.grid(1)
+    if i < a.size:
+        out[i] = math.remainder(a[i], b[i])
+
+
+finite = st.floats(allow_nan=False, allow_infinity=False)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(finite, finite.filter(lambda v: v != 0)), min_size=1, max_size=32))
+def test_math_remainder_is_exact(be, pairs):
+    """libdevice's remainder is exact IEEE (as Python's); the smallest subnormal divisor too."""
+    pairs = [*pairs, (1.0, 5e-324), (-2.5, 5e-324)]
+    a, b = (np.array(v) for v in zip(*pairs))
+    out = be.to_device(np.zeros(len(a)))
+    be.launch_kernel(remainders, 1, len(a), be.to_device(a), be.to_device(b), out)
+    assert bits(be.to_host(out)) == bits(math.remainder(x, y) for x, y in pairs)
