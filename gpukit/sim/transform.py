@@ -1200,7 +1200,7 @@ class _ExprRewriter(ast.NodeTransformer):
             a, b = self._args(node)
             helper = "py_divmod" if rw.build.python_errors else "divmod_"  # debug=True
             return _call(P + helper, _name(CTX), a, b, _const(rw.site(node, "expr")))
-        if obj in (min, max) and len(node.args) == 2 and not node.keywords \
+        if (obj is min or obj is max) and len(node.args) == 2 and not node.keywords \
                 and not any(isinstance(a, ast.Starred) for a in node.args):
             return _call(P + obj.__name__ + "_", *self._args(node))  # libdevice's fmin/fmax
         if obj is round and len(node.args) == 2 and not node.keywords:
