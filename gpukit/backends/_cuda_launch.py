@@ -28,6 +28,7 @@ from ..errors import (
 from ..launches import LaunchRecord
 from ..utils import map_tuple
 from ._cuda_arrays import CUDADeviceArray
+from ._cuda_hold import event_times
 from .validate import check_launch, warn_implicit_copies
 
 # CUDA errors a faulting kernel leaves behind; all are sticky (the context is lost).
@@ -200,9 +201,9 @@ def _arguments(backend: Any, kernel: Any, args: tuple
 def time_launches(backend: Any, prepared: LaunchPlan, repeat: int, flops: Any
                   ) -> tuple[str, list[float], str]:
     """(kind, samples in ms, note): CUDA events recorded right before and after each enqueue,
-    so gpukit's checks and the JIT (done in `prepare`) are outside what they time. Under Numba's
-    simulator, whose events carry no time, the host's clock around each launch."""
-    cuda = backend.require_cuda()
+    so gpukit's checks and the JIT (done in `prepare`) are outside what they time, and queued
+    while the stream waits (`_cuda_hold`), so that the host's enqueue latency is outside too.
+    Under Numba's simulator, whose events carry no time, the host's clock around each launch."""
     stream = backend.numba_stream(prepared.stream)
     if backend.event_kind != "cuda-events":
         samples = []
@@ -213,13 +214,7 @@ def time_launches(backend: Any, prepared: LaunchPlan, repeat: int, flops: Any
             prepared.record(flops).timings["wall"] = samples[-1]
         return "wall", samples, backend.event_note
     with backend.device_call():
-        events = [(cuda.event(), cuda.event()) for _ in range(repeat)]
-        for begin, end in events:
-            begin.record(stream)
-            prepared.run()
-            end.record(stream)
-        events[-1][1].synchronize()
-        samples = [float(begin.elapsed_time(end)) for begin, end in events]
+        samples, note = event_times(backend, stream, prepared.run, repeat)
     for ms in samples:
         prepared.record(flops).timings["cuda-events"] = ms
-    return "cuda-events", samples, ""
+    return "cuda-events", samples, note

@@ -19,6 +19,7 @@ from ..errors import ArgumentTypeError
 from ..launches import LaunchRecord
 from ..occupancy import occupancy
 from ..utils import as_choice, as_int
+from ._cuda_hold import event_times
 from .validate import check_array_size, normalize_dtype, normalize_shape
 
 _stream_ids = itertools.count(1)
@@ -120,7 +121,8 @@ def time_copies(backend: Any, direction: str, nbytes: int, pinned: bool,
 
 def timed_copy_ms(backend: Any, direction: str, nbytes: int, pinned: bool, repeat: int,
                   warmup: int = 1) -> list[float]:
-    """Event-timed copies of `nbytes` (kind `event_kind(backend)`): one sample per repeat."""
+    """Event-timed copies of `nbytes` (kind `event_kind(backend)`): one sample per repeat,
+    queued while the stream waits (`_cuda_hold`) except copies from pageable memory."""
     cuda = backend.require_cuda()
     with backend.device_scope():
         stream = cuda.stream()
@@ -142,11 +144,17 @@ def timed_copy_ms(backend: Any, direction: str, nbytes: int, pinned: bool, repea
         for _ in range(warmup):
             copy()
         stream.synchronize()
-        samples = []
-        for _ in range(repeat):
-            start = record_event(backend, stream)
-            copy()
-            samples.append(start.elapsed_ms(record_event(backend, stream)))
+        if not events_timed(backend):
+            samples = []
+            for _ in range(repeat):
+                start = record_event(backend, stream)
+                copy()
+                samples.append(start.elapsed_ms(record_event(backend, stream)))
+            return samples
+        # a copy from pageable memory is staged by the host as it is queued: holding the
+        # stream would only make the host wait, so those are timed as queued
+        samples, _ = event_times(backend, stream, copy, repeat,
+                                 hold=direction == "d2d" or pinned)
     return samples
 
 

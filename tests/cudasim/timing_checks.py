@@ -16,7 +16,7 @@ import pytest
 from numba import cuda
 
 from gpukit import timing
-from gpukit.backends import _cuda_streams
+from gpukit.backends import _cuda_hold, _cuda_streams
 from gpukit.backends.cuda import CUDABackend
 
 if os.environ.get("NUMBA_ENABLE_CUDASIM") != "1":
@@ -57,7 +57,8 @@ def test_time_kernel_reads_cuda_events_where_they_are_timed(be, monkeypatch):
     monkeypatch.setattr(_cuda_streams, "events_timed", lambda backend: True)
     monkeypatch.setattr(type(cuda.event()), "elapsed_time", lambda self, other: 0.25)
     t = timing.time_kernel(vadd, 2, 128, *_args(be), backend=be, repeat=3)
-    assert t.kind == "cuda-events" and t.samples == (0.25, 0.25, 0.25) and t.note == ""
+    assert t.kind == "cuda-events" and t.samples == (0.25, 0.25, 0.25)
+    assert t.note == _cuda_hold.UNHELD_NOTE  # no GPU to hold the stream (tests/test_cuda_hold.py)
     assert be.launches[-1].timings == {"cuda-events": 0.25}
     assert timing.launch_log(be)[-1].timings == {"cuda-events": 0.25}
 
