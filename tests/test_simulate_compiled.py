@@ -182,8 +182,12 @@ def test_launch_bounds_limit_the_block_and_reach_the_ptx():
         a = np.zeros(256)
         bounded[2, 128](a)
         with pytest.raises(gpukit.errors.LaunchConfigError, match="more than the 128 its launch "
-                                                                  "bounds allow"):
+                                                                  "bounds allow") as caught:
             bounded[1, 256](a)
+        # on a GPU numba-cuda raises cuda.core's CUDAError for it, and programs catch that
+        from cuda.core._utils.cuda_utils import CUDAError
+        assert isinstance(caught.value, CUDAError) and "CUDA_ERROR_INVALID_VALUE" in str(
+            caught.value)
         ptx = bounded.inspect_asm((F64,))
         assert ".maxntid 128, 1, 1" in ptx and ".minnctapersm 2" in ptx
 

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from ..backends.validate import normalize_launch_bounds
-from ..errors import GpukitError
+from ..errors import GpukitError, LaunchConfigError
 from ..sim.compiler import cuda_typecheck
 from ..sim.device_array import DeviceArray
 from ..sim.kernel import is_device_function
@@ -178,8 +178,11 @@ def launch(dispatcher: Any, griddim: Any, blockdim: Any, stream: Any, sharedmem:
     retr: list = []  # numba-cuda's write-backs that extensions register, run after the launch
     args = _extended(dispatcher, args, stream, retr)
     values, copies = _arguments(sim, dispatcher, args, stream)
-    record = sim.backend.launch_kernel(dispatcher, griddim, blockdim, *values,
-                                       stream=stream or 0, dynamic_shared_bytes=sharedmem)
+    try:
+        record = sim.backend.launch_kernel(dispatcher, griddim, blockdim, *values,
+                                           stream=stream or 0, dynamic_shared_bytes=sharedmem)
+    except LaunchConfigError as exc:
+        raise as_driver_error(exc) from exc.__cause__
     if signatures_of(dispatcher) is None:  # numba-cuda compiles one overload per launch types
         overloads_of(dispatcher).note(record.signature)
     for device, host in copies:
@@ -187,6 +190,30 @@ def launch(dispatcher: Any, griddim: Any, blockdim: Any, stream: Any, sharedmem:
     for write_back in retr:
         write_back()
     return record
+
+
+_DRIVER_ERRORS: dict[type, type] = {}
+
+
+def as_driver_error(exc: LaunchConfigError) -> LaunchConfigError:
+    """`exc`, also an instance of the CUDAError numba-cuda raises on a GPU where the driver
+    refuses the launch (`exc` names the driver's code, such as CUDA_ERROR_INVALID_VALUE), so a
+    program's `except CUDAError` sees it. That class lives in cuda.core's private `_utils`
+    (numba-cuda's own tests import it from there); without it, `exc` as it is."""
+    if "CUDA_ERROR_" not in str(exc):
+        return exc
+    try:
+        from cuda.core._utils.cuda_utils import CUDAError  # lazy: cuda.core loads with numba.cuda
+    except ImportError:
+        return exc
+    kind = type(exc)
+    both = _DRIVER_ERRORS.get(kind)
+    if both is None:
+        both = _DRIVER_ERRORS[kind] = type(kind.__name__, (kind, CUDAError),
+                                           {"__module__": kind.__module__})
+    error = both(*exc.args)
+    error.__dict__.update(exc.__dict__)
+    return error
 
 
 def _extended(dispatcher: Any, args: tuple, stream: Any, retr: list) -> tuple:
