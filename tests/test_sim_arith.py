@@ -127,3 +127,21 @@ def test_math_remainder_is_exact(be, pairs):
     out = be.to_device(np.zeros(len(a)))
     be.launch_kernel(remainders, 1, len(a), be.to_device(a), be.to_device(b), out)
     assert bits(be.to_host(out)) == bits(math.remainder(x, y) for x, y in pairs)
+
+
+def quotients(a, b, out, rem):
+    i = cuda.grid(1)
+    if i < a.size:
+        out[i] = a[i] / b[i]
+        rem[i] = a[i] % b[i]
+
+
+def test_a_debug_kernel_divides_with_the_same_rules(be):
+    """debug=True compiles under Python's error model (a zero divisor raises); the values of
+    true division and of the float remainder are the same as without it."""
+    kernel = cuda.jit(debug=True, opt=False)(quotients)
+    a, b = np.array([5.0, 7.0]), np.array([INF, 2.0])
+    out, rem = be.to_device(np.zeros(2)), be.to_device(np.zeros(2))
+    be.launch_kernel(kernel, 1, 2, be.to_device(a), be.to_device(b), out, rem)
+    assert bits(be.to_host(out)) == bits([0.0, 3.5])
+    assert bits(be.to_host(rem)) == bits([NAN, 1.0])

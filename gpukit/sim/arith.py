@@ -81,8 +81,8 @@ def _float_type(op: Any, a: types.Type, b: types.Type) -> Any:
 def gpu_division(op: Any, a: types.Type, b: types.Type) -> Any:
     """For `op` (floordiv, mod or divmod) of Numba types `a` and `b`: a jitted `f(x, y)` that
     computes it as a GPU does, or `op` itself where the CPU agrees (integers, float16)."""
-    cast = _float_type(op, a, b)
-    if cast is None:
+    cast = _float_type(op, a, b) if op in (operator.floordiv, operator.mod, divmod) else None
+    if cast is None:  # true division, integers, float16: the CPU's result is the GPU's
         return op
     one, half = cast(1.0), cast(0.5)
     if op is operator.floordiv:
