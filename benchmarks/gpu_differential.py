@@ -214,8 +214,10 @@ def _describe(case: dict, gpu_outs: list[np.ndarray]) -> str:
     for k, (s, g) in enumerate(zip(case["simulator"], gpu_outs)):
         for t in range(len(s)):
             if not _equal(s[t:t + 1], g[t:t + 1]):
-                inputs = ", ".join(f"a{j}[{t}]={a[t]!r}" for j, a in enumerate(case["inputs"]))
-                lines.append(f"o{k} thread {t}: simulator {s[t]!r}, GPU {g[t]!r}; {inputs}")
+                inputs = ", ".join(f"a{j}[{t}]={a[t].item()!r}"
+                                   for j, a in enumerate(case["inputs"]))
+                lines.append(f"o{k} thread {t}: simulator {s[t].item()!r}, GPU {g[t].item()!r};"
+                             f" {inputs}")
     return "\n".join(lines[:8])
 
 
