@@ -74,18 +74,19 @@ def event_times(backend: Any, stream: Any, enqueue: Any, repeat: int, hold: bool
     four times longer, if the first was too short); the note says when the times include the
     host's enqueue latency."""
     cuda = backend.require_cuda()
-    attempts = 2 if hold and can_hold(backend) else 0
-    for attempt in range(max(attempts, 1)):
+    holding = hold and can_hold(backend)
+    for attempt in range(2 if holding else 1):
         events = [(cuda.event(), cuda.event()) for _ in range(repeat)]
         gate = Hold(backend, stream, (repeat * PER_ITEM_MS + 1.0) * 4 ** attempt) \
-            if attempts else contextlib.nullcontext()
+            if holding else contextlib.nullcontext()
         with gate:
             for begin, end in events:
                 begin.record(stream)
                 enqueue()
                 end.record(stream)
         events[-1][1].synchronize()
-        if attempts and gate.held:
+        held = holding and gate.held
+        if held:
             break
     samples = [float(begin.elapsed_time(end)) for begin, end in events]
-    return samples, HELD_NOTE if attempts and gate.held else UNHELD_NOTE
+    return samples, HELD_NOTE if held else UNHELD_NOTE

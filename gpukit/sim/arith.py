@@ -63,6 +63,21 @@ def _float_divmod(x, y, one, half):
     return quotient, rem
 
 
+@register_jitable
+def _first(pair):
+    return pair[0]
+
+
+@register_jitable
+def _second(pair):
+    return pair[1]
+
+
+@register_jitable
+def _both(pair):
+    return pair
+
+
 def _float_type(op: Any, a: types.Type, b: types.Type) -> Any:
     """np.float32 or np.float64 where Numba computes `op(a, b)` in that type, else None."""
     if not all(isinstance(t, (types.Number, types.Boolean)) for t in (a, b)):
@@ -85,21 +100,12 @@ def gpu_division(op: Any, a: types.Type, b: types.Type) -> Any:
     if cast is None:  # true division, integers, float16: the CPU's result is the GPU's
         return op
     one, half = cast(1.0), cast(0.5)
-    if op is operator.floordiv:
-        @register_jitable
-        def f(x, y):
-            return op(cast(x), cast(y)) if y == 0 else _float_divmod(cast(x), cast(y), one,
-                                                                    half)[0]
-    elif op is operator.mod:
-        @register_jitable
-        def f(x, y):
-            return op(cast(x), cast(y)) if y == 0 else _float_divmod(cast(x), cast(y), one,
-                                                                    half)[1]
-    else:
-        @register_jitable
-        def f(x, y):
-            return op(cast(x), cast(y)) if y == 0 else _float_divmod(cast(x), cast(y), one,
-                                                                    half)
+    pick = {operator.floordiv: _first, operator.mod: _second}.get(op, _both)
+
+    @register_jitable
+    def f(x, y):
+        return op(cast(x), cast(y)) if y == 0 else pick(_float_divmod(cast(x), cast(y), one,
+                                                                      half))
     return f
 
 
