@@ -175,6 +175,14 @@ def desc(c, k):
             np.int64(k))
 
 
+@register_jitable(forceinline=True)
+def unraced(d):
+    """`d` without race records: for the reads of a shared array that no thread writes in
+    their barrier interval, which nothing can race with (gpukit.sim.intervals)."""
+    return (d[D_BASE], d[D_SHIFT], d[D_INIT_KIND], d[D_INIT], np.int64(0), np.int64(0),
+            d[D_SPACE], d[D_WRITABLE], d[D_FLAGS], d[D_SLOT])
+
+
 @register_jitable
 def _conflict(c, site, slot, e, rec, writes, other_writes):
     fail(c, L.E_RACE, site, slot, e, np.int64(rec), 1 if writes else 0, 1 if other_writes else 0)

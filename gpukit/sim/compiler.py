@@ -101,7 +101,7 @@ RUNTIME: dict[str, Any] = {
     P + "resume_block": sync.resume_block, P + "grid_barrier": sync.grid_barrier,
     P + "gen_sizeof": lowlevel.gen_sizeof, P + "gen_put": lowlevel.gen_put,
     P + "gen_resume": lowlevel.gen_resume, "np": np, P + "NODESC": access.NODESC,
-    P + "desc": access.desc, P + "count": runtime.count,
+    P + "desc": access.desc, P + "unraced": access.unraced, P + "count": runtime.count,
 }
 for _axis in "xyz":
     for _what in ("tid", "bid", "bdim", "gdim"):
@@ -179,7 +179,8 @@ class KernelBuilder:
         unit = Unit(func, f"{P}kernel", True, generator=generator)
         body = rw.prologue() + replace_flush(body + [ast.Expr(_call(P + "FLUSH"))], rw.flush())
         unit.source = _function_source(unit.name, rw.params, body)
-        split = regions.split(body, self.build.uses_fences) if generator else None
+        frames = bool(self._units)  # device functions (this kernel's unit comes last)
+        split = regions.split(body, self.build.uses_fences, frames) if generator else None
         if split is not None:
             unit.generator_source = unit.source
             unit.source = _function_source(unit.name, rw.params, split[0])
@@ -323,11 +324,12 @@ def _function_source(name: str, params: list[str], body: list[ast.stmt],
 
 
 def driver_source(params: list[str], generator: bool, nslots: int, regions: bool = False,
-                  cooperative: bool = False) -> str:
+                  cooperative: bool = False, fences: bool = True, frames: bool = True) -> str:
     """The function that runs a launch: every block, every thread. Its own names all start
     with _g_, so that no kernel parameter is shadowed. A kernel run region by region
     (gpukit.sim.regions) runs a whole block per call; a kernel that calls grid.sync() keeps the
-    generators of every thread of the grid, and its blocks take turns (sync.grid_barrier)."""
+    generators of every thread of the grid, and its blocks take turns (sync.grid_barrier).
+    `fences`, `frames`: the kernel calls threadfence, device functions (`sync.begin_thread`)."""
     args = ", ".join(params)
     call = f"{P}kernel({CTX}, {P}D{', ' if params else ''}{args})"
     lines = [f"def {P}drive({CTX}{', ' if params else ''}{args}):"]
@@ -338,7 +340,7 @@ def driver_source(params: list[str], generator: bool, nslots: int, regions: bool
         lines += [f"    for _g_run in range({CTX}[{L.NBLOCKS}]):",
                   f"        {P}begin_block({CTX}, _g_run)",
                   "        for _g_k in range(_g_tpb):",
-                  f"            {P}begin_thread({CTX}, {P}thread_at({CTX}, _g_k))",
+                  f"            {P}begin_thread({CTX}, {P}thread_at({CTX}, _g_k), {fences}, {frames})",
                   f"            {call}",
                   f"    {P}end_launch({CTX})",
                   "    return 0"]

@@ -36,6 +36,7 @@ import re
 
 from numba.core import types
 
+from . import intervals
 from . import layout as L
 from .transform import CTX, P, _assign, _call, _const, _name
 
@@ -49,10 +50,12 @@ _BLOCK_UNIFORM_CALLS = frozenset(P + n for n in (
     *(f"{what}_{axis}" for what in ("bid", "bdim", "gdim") for axis in "xyz")))
 
 
-def split(body: list[ast.stmt], fences: bool) -> tuple[list[ast.stmt], tuple[str, ...]] | None:
+def split(body: list[ast.stmt], fences: bool, frames: bool = True
+          ) -> tuple[list[ast.stmt], tuple[str, ...]] | None:
     """The block-level body of a region-run kernel and the variables each thread keeps between
     regions, or None when the kernel must run as generators. `fences`: the kernel calls
-    threadfence, so each thread's fence and acquire state is kept between regions too."""
+    threadfence, so each thread's fence and acquire state is kept between regions too;
+    `frames`: it calls device functions (see `sync.begin_thread`)."""
     if not _only_block_barriers(body) or not _structured(body, in_loop=False):
         return None
     # site counters and the watchdog's tick count sum over threads: one per block, not kept
@@ -74,8 +77,10 @@ def split(body: list[ast.stmt], fences: bool) -> tuple[list[ast.stmt], tuple[str
     kept = {n for n in _kept(regions, region_stores, body) if not _ACCUMULATOR.fullmatch(n)}
     kept -= hoisted
     index = {name: k for k, name in enumerate(sorted(kept))}
-    builder = _Builder(index, fences, hoisted)
-    return inits + builder.block(body), tuple(sorted(kept))
+    builder = _Builder(index, fences, frames, hoisted)
+    block = builder.block(body)
+    intervals.mark_unraced(block, body)
+    return inits + block, tuple(sorted(kept))
 
 
 def kept_types_agree(kept: tuple[str, ...], typemap: dict) -> bool:
@@ -295,7 +300,7 @@ def _uniform_control(stmts: list[ast.stmt], varying: set[str]) -> bool:
 
 # -- values the block computes once ------------------------------------------------------------
 _SAFE_CALLS = frozenset(P + n for n in (
-    "min_", "max_", "block_idx", "block_dim", "grid_dim", "gridsize", "warpsize", "len",
+    "min_", "max_", "shared_array", "block_idx", "block_dim", "grid_dim", "gridsize", "warpsize", "len",
     *(f"{what}_{axis}" for what in ("bid", "bdim", "gdim") for axis in "xyz")))
 
 
@@ -497,9 +502,10 @@ _ON = -2  # a region that ends at a block-level if/while/for: threads stay runna
 
 
 class _Builder:
-    def __init__(self, index: dict[str, int], fences: bool, hoisted: set[str]):
+    def __init__(self, index: dict[str, int], fences: bool, frames: bool, hoisted: set[str]):
         self.index = index
         self.fences = fences
+        self.frames = frames
         self.hoisted = hoisted
         self.tests = 0
 
@@ -521,7 +527,8 @@ class _Builder:
                 if kind == L.K_BARRIER:
                     pending = pending[:-1]  # a plain barrier has no operand to leave
                 out += self.run(pending, _ON)
-                out.append(ast.Expr(_call(P + "barrier", _name(CTX), _const(kind))))
+                out.append(ast.Expr(_call(P + "barrier", _name(CTX), _const(kind),
+                                          _const(self.fences))))
                 pending = []
             elif not _has_yield(stmt):
                 if isinstance(stmt, (ast.Break, ast.Continue)):
@@ -591,13 +598,14 @@ class _Builder:
             finish = f"{P}save_thread({CTX}, {exit_code})"
         else:
             finish = f"{P}pause_thread({CTX})" if self.fences else "pass"
-        start = f"{P}restore_thread" if self.fences else f"{P}begin_thread"
+        start = f"{P}restore_thread({CTX}, {P}lt)" if self.fences \
+            else f"{P}begin_thread({CTX}, {P}lt, False, {self.frames})"
         template = ast.parse(
             f"{P}alive = 0\n"
             f"for {P}k in range({CTX}[{L.TPB}]):\n"
             f"    {P}lt = {P}thread_at({CTX}, {P}k)\n"
             f"    if {P}runnable({CTX}, {P}lt):\n"
-            f"        {start}({CTX}, {P}lt)\n"
+            f"        {start}\n"
             f"        {P}ret = False\n"
             f"        while True:\n"
             f"            break\n"

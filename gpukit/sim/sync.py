@@ -85,8 +85,11 @@ def thread_at(c, k):
 
 
 @register_jitable(forceinline=True)
-def begin_thread(c, lt):
-    """Make `lt` (a linear thread index in the running block) the running thread."""
+def begin_thread(c, lt, fences, frames):
+    """Make `lt` (a linear thread index in the running block) the running thread. `fences`:
+    the kernel calls threadfence (the thread's fence and acquire state start at 0; in other
+    kernels nothing reads them); `frames`: it calls device functions (their frames start at the
+    thread's stack pointer)."""
     c[L.LT] = lt
     if c[L.BDY] == 1 and c[L.BDZ] == 1:
         c[L.TX] = lt
@@ -96,9 +99,11 @@ def begin_thread(c, lt):
         c[L.TY] = (lt // bx) % by
         c[L.TZ] = lt // (bx * by)
     c[L.GT] = c[L.BLIN] * c[L.TPB] + lt
-    c[L.LOCAL_SP] = c[L.LOCAL_BASE] + lt * c[L.LOCAL_STRIDE] + c[L.LOCAL_KERNEL]
-    c[L.FENCE_STAMP] = 0
-    c[L.ACQUIRE_SEQ] = 0
+    if frames:
+        c[L.LOCAL_SP] = c[L.LOCAL_BASE] + lt * c[L.LOCAL_STRIDE] + c[L.LOCAL_KERNEL]
+    if fences:
+        c[L.FENCE_STAMP] = 0
+        c[L.ACQUIRE_SEQ] = 0
 
 
 # -- fences --------------------------------------------------------------------------------
@@ -381,14 +386,19 @@ def _block_barrier(c, x, checks):
 
 
 @register_jitable
-def barrier(c, kind):
+def barrier(c, kind, fences):
     """A block-wide barrier of a kernel run region by region (gpukit.sim.regions): every
     runnable thread of the block has reached it, by construction (uniform control flow), and
-    threads that returned are excused, as in `_block_barrier`."""
+    threads that returned are excused, as in `_block_barrier`. `fences`: the kernel calls
+    threadfence; without fences a plain barrier needs nothing from its threads (their acquire
+    states only matter to fences' releases), so it does not visit them."""
     x = c[L.XCH] + L.XCH_THREADS
     if poll(c.ctypes.data + L.STOP * 8) != 0:
         fail(c, L.E_WATCHDOG, -1, 0, 0, 0, 0, 0)
     settle(c)
+    if kind == L.K_BARRIER and not fences:
+        _pass_barrier(c, c[L.BLOCK_ACQUIRE])
+        return
     count, arrived = 0, 0
     acquire = c[L.BLOCK_ACQUIRE]
     for lt in range(c[L.TPB]):
@@ -495,7 +505,7 @@ def _ol_reload(c, nv, k, proto):
 def restore_thread(c, lt):
     """Before a resume: make `lt` the running thread, with its fence/acquire state."""
     x = c[L.XCH] + L.XCH_THREADS
-    begin_thread(c, lt)
+    begin_thread(c, lt, False, True)
     c[L.FENCE_STAMP] = _get(x, lt, L.X_FENCE)
     c[L.ACQUIRE_SEQ] = _get(x, lt, L.X_ACQUIRE)
 
