@@ -264,3 +264,29 @@ def test_a_scaling_run_refreshes_the_section_benchmarks_md_quotes(tmp_path):
     assert "\n".join(report.scaling_section()) in text and text.endswith("## After\n\nkept\n")
     (tmp_path / "none.md").write_text("# B\n")
     assert not report.refresh_scaling_section(tmp_path / "none.md")
+
+
+def test_revisions_worker_times_a_kernel_and_numpy_and_a_loop_per_launch():
+    from benchmarks import revisions
+    one = revisions.worker("vector_add", 1000, 64, 1)
+    assert one["s"] > 0 and one["numpy_s"] > 0
+    loop = revisions.worker("loop", 4, 2, 1)
+    assert set(loop) == {"s"} and 0 < loop["s"] < 1
+
+
+def test_revisions_report_puts_the_revisions_side_by_side(monkeypatch, tmp_path):
+    from benchmarks import revisions
+    monkeypatch.setattr(revisions, "_copy", lambda rev, into: f"rev-{rev}")
+    times = {"rev-old": 2.0, "rev-new": 0.5}
+
+    def measure(src, cache, target, quick):
+        label = "rev-old" if src.parent.name == "rev0" else "rev-new"
+        if target.startswith("1,000"):
+            return {"s": times[label] * 1e-4}
+        return {"s": times[label], "numpy_s": 0.1}
+    monkeypatch.setattr(revisions, "_measure", measure)
+    text = revisions.run(["old", "new"], 1, quick=True)
+    assert "| target (all checks) | rev-old | rev-new | rev-old / rev-new | the target |" in text
+    assert "| tree reduction 2^24 | 2 s (20.0x numpy) | 0.5 s (5.0x numpy) | 4x | " \
+           "a tenth of 7 s: 0.7 s |" in text
+    assert "| 1,000 launches of 32 threads | 200.0 us | 50.0 us | 4x | 50 us a launch |" in text
