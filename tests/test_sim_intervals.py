@@ -17,6 +17,7 @@ from gpukit.errors import KernelError
 
 TILE = 8
 TPB = 32
+BIG = 16 * TPB  # more elements than the 8 per thread whose marks a block looks at at once
 
 
 def tiled_matmul(A, B, C):
@@ -201,3 +202,23 @@ def test_tiled_matmul_matches_numpy_and_generators(m, k, n, schedule, seed):
     np.testing.assert_allclose(results[0][0], A @ B, rtol=1e-5)
     np.testing.assert_array_equal(results[0][0], results[1][0])
     assert results[0][1] == results[1][1]
+
+
+def unwritten_in_a_large_array(a, out):
+    """An array of more than 8 elements per thread: its marks are checked read by read."""
+    s = cuda.shared.array(BIG, int32)
+    t = cuda.threadIdx.x
+    for k in range(16):
+        if t * 16 + k != 77:
+            s[t * 16 + k] = a[t]
+    cuda.syncthreads()
+    out[t] = s[(t * 16 + 77) % BIG]
+
+
+def test_an_unwritten_element_of_a_large_array_is_still_reported():
+    assert _unraced(unwritten_in_a_large_array) == 1
+    a = np.arange(TPB, dtype=np.int32)
+    with pytest.raises(KernelError) as info:
+        _launch(CPUBackend(), unwritten_in_a_large_array, 1, TPB, a, np.zeros_like(a))
+    assert type(info.value).__name__ == "UninitializedMemoryError"
+    assert info.value.thread == (0, 0, 0)

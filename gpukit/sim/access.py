@@ -175,11 +175,25 @@ def desc(c, k):
             np.int64(k))
 
 
-@register_jitable(forceinline=True)
-def unraced(d):
-    """`d` without race records: for the reads of a shared array that no thread writes in
-    their barrier interval, which nothing can race with (gpukit.sim.intervals)."""
-    return (d[D_BASE], d[D_SHIFT], d[D_INIT_KIND], d[D_INIT], np.int64(0), np.int64(0),
+@register_jitable
+def unraced(c, d):
+    """`d` for the reads of a shared array that no thread writes in their barrier interval
+    (gpukit.sim.intervals), made once before the block's threads run them: without race
+    records, as nothing can race with those reads, and without init marks when every element
+    has been written in this block, as none can be unwritten while the reads last. The marks
+    are looked at only for an array of at most 8 elements per thread, so that looking costs no
+    more than a few reads would."""
+    init_kind = d[D_INIT_KIND]
+    if init_kind == L.INIT_STAMP:
+        elems = c[L.HEADER + d[D_SLOT] * L.SLOT_FIELDS + L.S_ELEMS]
+        if elems <= 8 * c[L.TPB]:
+            epoch = c[L.SHARED_EPOCH]
+            init_kind = L.INIT_NONE
+            for e in range(elems):
+                if np.int64(load_u64(d[D_INIT] + e * 8)) < epoch:
+                    init_kind = L.INIT_STAMP
+                    break
+    return (d[D_BASE], d[D_SHIFT], init_kind, d[D_INIT], np.int64(0), np.int64(0),
             d[D_SPACE], d[D_WRITABLE], d[D_FLAGS], d[D_SLOT])
 
 

@@ -177,7 +177,12 @@ class KernelBuilder:
         if generator and not _yields(body):
             generator = False
         unit = Unit(func, f"{P}kernel", True, generator=generator)
-        body = rw.prologue() + replace_flush(body + [ast.Expr(_call(P + "FLUSH"))], rw.flush())
+        if generator:
+            flush = rw.flush()
+        else:
+            flush = rw.returned_counters()
+            unit.counters = tuple((site, space) for site, space, _ in rw.counters)
+        body = rw.prologue() + replace_flush(body + [ast.Expr(_call(P + "FLUSH"))], flush)
         unit.source = _function_source(unit.name, rw.params, body)
         frames = bool(self._units)  # device functions (this kernel's unit comes last)
         split = regions.split(body, self.build.uses_fences, frames) if generator else None
@@ -324,12 +329,15 @@ def _function_source(name: str, params: list[str], body: list[ast.stmt],
 
 
 def driver_source(params: list[str], generator: bool, nslots: int, regions: bool = False,
-                  cooperative: bool = False, fences: bool = True, frames: bool = True) -> str:
+                  cooperative: bool = False, fences: bool = True, frames: bool = True,
+                  counters: tuple[tuple[int, int], ...] = ()) -> str:
     """The function that runs a launch: every block, every thread. Its own names all start
     with _g_, so that no kernel parameter is shadowed. A kernel run region by region
     (gpukit.sim.regions) runs a whole block per call; a kernel that calls grid.sync() keeps the
     generators of every thread of the grid, and its blocks take turns (sync.grid_barrier).
-    `fences`, `frames`: the kernel calls threadfence, device functions (`sync.begin_thread`)."""
+    `fences`, `frames`: the kernel calls threadfence, device functions (`sync.begin_thread`).
+    `counters`: the (site, space) of each site counter a kernel without sync points returns;
+    the driver sums them over the launch's threads and adds them to the context once."""
     args = ", ".join(params)
     call = f"{P}kernel({CTX}, {P}D{', ' if params else ''}{args})"
     lines = [f"def {P}drive({CTX}{', ' if params else ''}{args}):"]
@@ -337,13 +345,17 @@ def driver_source(params: list[str], generator: bool, nslots: int, regions: bool
     lines.append(f"    {P}D = ({descs},)")
     lines.append(f"    _g_tpb = {CTX}[{L.TPB}]")
     if not generator:
+        sums = range(len(counters))
+        lines += [f"    _g_sum{j} = 0" for j in sums]
         lines += [f"    for _g_run in range({CTX}[{L.NBLOCKS}]):",
                   f"        {P}begin_block({CTX}, _g_run)",
                   "        for _g_k in range(_g_tpb):",
                   f"            {P}begin_thread({CTX}, {P}thread_at({CTX}, _g_k), {fences}, {frames})",
-                  f"            {call}",
-                  f"    {P}end_launch({CTX})",
-                  "    return 0"]
+                  f"            _g_counts = {call}"]
+        lines += [f"            _g_sum{j} += _g_counts[{j}]" for j in sums]
+        lines += [f"    {P}count({CTX}, {site}, {space}, _g_sum{j})"
+                  for j, (site, space) in enumerate(counters)]
+        lines += [f"    {P}end_launch({CTX})", "    return 0"]
         return "\n".join(lines)
     if regions:
         lines += [f"    for _g_run in range({CTX}[{L.NBLOCKS}]):",

@@ -17,8 +17,10 @@ use of its name is the array of an element load, store or atomic with a full ind
 from __future__ import annotations
 
 import ast
+import itertools
+from collections.abc import Iterator
 
-from .transform import P, _call
+from .transform import CTX, P, _assign, _call, _name
 
 _LOAD, _STORE = P + "ld", P + "st"
 _SIZE_ATTRS = frozenset({"shape", "size", "ndim", "dtype", "itemsize"})
@@ -29,7 +31,7 @@ def mark_unraced(block: list[ast.stmt], body: list[ast.stmt]) -> None:
     region loops of `block` (the block-level code regions.split builds from `body`)."""
     arrays = _tracked_arrays(body)
     if arrays:
-        _visit(block, True, arrays)
+        _visit(block, True, arrays, itertools.count())
 
 
 def _tracked_arrays(body: list[ast.stmt]) -> dict[str, int]:
@@ -106,16 +108,18 @@ def _slice_names(module: ast.Module) -> set[str]:
         found |= more
 
 
-def _visit(stmts: list[ast.stmt], top: bool, arrays: dict[str, int]) -> None:
-    for k, stmt in enumerate(stmts):
+def _visit(stmts: list[ast.stmt], top: bool, arrays: dict[str, int], ids: Iterator[int]
+           ) -> None:
+    for stmt in list(stmts):
         if _is_region(stmt):
+            k = stmts.index(stmt)
             if _fenced(stmts, k, top):
-                _unrace(stmt, arrays)
+                stmts[k:k] = _unrace(stmt, arrays, ids)
             continue
         for attr in ("body", "orelse"):
             inner = getattr(stmt, attr, None)
             if isinstance(inner, list):
-                _visit(inner, False, arrays)
+                _visit(inner, False, arrays, ids)
 
 
 def _is_region(stmt: ast.stmt) -> bool:
@@ -156,10 +160,19 @@ def _fenced(stmts: list[ast.stmt], k: int, top: bool) -> bool:
     return True
 
 
-def _unrace(region: ast.For, arrays: dict[str, int]) -> None:
+def _unrace(region: ast.For, arrays: dict[str, int], ids: Iterator[int]) -> list[ast.stmt]:
+    """Give the region's reads that need no race records their descriptor `unraced(...)`,
+    made once by the block before its threads' loop: the assignments that make them."""
     calls = [n for n in ast.walk(region) if isinstance(n, ast.Call)]
     written = {_array_arg(c) for c in calls if _is_access(c) and c.func.id != _LOAD}
+    made: dict[str, str] = {}  # descriptor expression -> the name of its unraced copy
+    out: list[ast.stmt] = []
     for call in calls:
         name = _array_arg(call)
         if name in arrays and name not in written and call.func.id == _LOAD:
-            call.args[4] = _call(P + "unraced", call.args[4])
+            key = ast.unparse(call.args[4])
+            if key not in made:
+                made[key] = f"{P}u{next(ids)}"
+                out.append(_assign(made[key], _call(P + "unraced", _name(CTX), call.args[4])))
+            call.args[4] = _name(made[key])
+    return out

@@ -90,7 +90,8 @@ class SimKernel:
         self.regions = self.unit.region_vars is not None  # see gpukit.sim.regions
         self.driver_source = driver_source(list(self.param_names), self.generator,
                                            len(self.slots), self.regions, self.cooperative,
-                                           self.uses_fences, len(self.units) > 1)
+                                           self.uses_fences, len(self.units) > 1,
+                                           self.unit.counters)
         # what the compiled code depends on (None: a global that cannot be fingerprinted)
         self.jit_options = jit_options()
         self.key = cache.content_key(self.units, self.driver_source,

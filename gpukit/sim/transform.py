@@ -100,6 +100,9 @@ class Unit:
     calls: list[Unit] = field(default_factory=list)
     region_vars: tuple[str, ...] | None = None  # run region by region: what threads keep
     generator_source: str = ""  # then: its source as a generator, should regions not compile
+    # a kernel without sync points returns its site counters, (site, space) each, which the
+    # driver sums over threads (compiler.driver_source)
+    counters: tuple[tuple[int, int], ...] = ()
 
 
 @dataclass
@@ -599,6 +602,12 @@ class UnitRewriter:
         """Add the site counters to the launch's before leaving the function."""
         return [ast.Expr(_call(P + "count", _name(CTX), _const(site), _const(space),
                                _name(counter))) for site, space, counter in self.counters]
+
+    def returned_counters(self) -> list[ast.stmt]:
+        """Leave the function returning the site counters (a kernel the driver runs thread
+        after thread sums them in registers instead of adding them to memory per thread)."""
+        return [ast.Return(value=ast.Tuple(
+            elts=[_name(counter) for _, _, counter in self.counters], ctx=ast.Load()))]
 
     def _hint(self, value: ast.expr) -> int:
         if isinstance(value, ast.Name):
