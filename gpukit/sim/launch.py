@@ -146,8 +146,9 @@ WATCHDOG = _Watchdog()
 _CONTEXT_TYPE = numba.types.Array(numba.int64, 1, "C")  # the launch context's Numba type
 
 
-def _shift(itemsize: int) -> int:
-    return itemsize.bit_length() - 1 if itemsize & (itemsize - 1) == 0 else -1
+def _shift(n: int) -> int:
+    """log2 of `n` (an item size, a block's extent) when it is a power of two, else -1."""
+    return n.bit_length() - 1 if n & (n - 1) == 0 else -1
 
 
 def run(kernel: SimKernel, memory: DeviceMemory, workspace: Workspace, args: tuple, *,
@@ -196,6 +197,7 @@ def _run(kernel: SimKernel, memory: DeviceMemory, workspace: Workspace, args: tu
     flags = sum(bit for name, bit in L.CHECK_NAMES.items() if checks.get(name, True))
     c[L.CHECKS] = flags
     c[L.BDX], c[L.BDY], c[L.BDZ] = block
+    c[L.BDX_SHIFT], c[L.BDXY_SHIFT] = _shift(block[0]), _shift(block[0] * block[1])
     c[L.GDX], c[L.GDY], c[L.GDZ] = grid
     c[L.TPB], c[L.NBLOCKS] = tpb, nblocks
     c[L.NSLOTS], c[L.SITE_BASE], c[L.NSITES] = nslots, header, nsites

@@ -95,9 +95,15 @@ def begin_thread(c, lt, fences, frames):
         c[L.TX] = lt
     else:
         bx, by = c[L.BDX], c[L.BDY]
-        c[L.TX] = lt % bx
-        c[L.TY] = (lt // bx) % by
-        c[L.TZ] = lt // (bx * by)
+        sx, sxy = c[L.BDX_SHIFT], c[L.BDXY_SHIFT]
+        if sx >= 0 and sxy >= 0:  # shifts and masks, not divisions (most blocks)
+            c[L.TX] = lt & (bx - 1)
+            c[L.TY] = (lt >> sx) & (by - 1)
+            c[L.TZ] = lt >> sxy
+        else:
+            c[L.TX] = lt % bx
+            c[L.TY] = (lt // bx) % by
+            c[L.TZ] = lt // (bx * by)
     c[L.GT] = c[L.BLIN] * c[L.TPB] + lt
     if frames:
         c[L.LOCAL_SP] = c[L.LOCAL_BASE] + lt * c[L.LOCAL_STRIDE] + c[L.LOCAL_KERNEL]
