@@ -25,7 +25,9 @@ import sys
 import tarfile
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -70,7 +72,12 @@ def worker(name: str, size: int, warm: int, repeats: int) -> dict:
 
     loop = name == "loop"
     workload = K.WORKLOADS["vector_add" if loop else name]
-    build = (lambda n: K.build_small_launch(0)) if loop else (lambda n: workload.build(n, 0))
+    if loop:  # one block of 32 threads (K.build_small_launch, which older revisions lack)
+        def build(n: int) -> Any:
+            return replace(K.build_vector_add(32, 0), block=(32,))
+    else:
+        def build(n: int) -> Any:
+            return workload.build(n, 0)
     be = CPUBackend(watchdog_s=None)
     kernel = be.compile_kernel(workload.kernel)
     _once(be, kernel, build(warm), warm if loop else 1)  # compile and warm up
