@@ -1,6 +1,7 @@
 """The simulator-speed targets, measured for several git revisions of gpukit in one run.
 
     python -m benchmarks.revisions REV [REV ...] [--repeat N] [--quick] [--output PATH]
+    python -m benchmarks.revisions db49acd .     # the speed issue's baseline, and the tree now
 
 Each REV is a commit (anything `git rev-parse` takes) or `.` for the working tree. Each is copied
 out (`git archive`; the working tree's tracked files as they are on disk) into a scratch folder
@@ -34,14 +35,18 @@ import numpy as np
 from . import report
 
 OUTPUT = report.ROOT / "benchmarks" / "REVISIONS.md"
-# name -> (workload, size, warm-up size, timed launches, what the target says)
+# name -> (workload, size, warm-up size, timed launches, #19's target)
 TARGETS = {
-    "tiled matmul 1024x1024": ("matmul_tiled", 1024, 64, 1, "a tenth of 53 s: 5.3 s"),
-    "tree reduction 2^24": ("reduce_sum", 1 << 24, 1 << 12, 3, "a tenth of 7 s: 0.7 s"),
-    "vector add 2^24": ("vector_add", 1 << 24, 1 << 12, 3, "10x numpy"),
-    "elementwise hypot 2^24": ("hypot_scale", 1 << 24, 1 << 12, 3, "10x numpy"),
-    "1,000 launches of 32 threads": ("loop", 1000, 10, 3, "50 us a launch"),
+    "tiled matmul 1024x1024": ("matmul_tiled", 1024, 64, 1,
+                               "10x faster than when #19 was filed (53 s on its machine)"),
+    "tree reduction 2^24": ("reduce_sum", 1 << 24, 1 << 12, 3,
+                            "10x faster than when #19 was filed (7 s on its machine)"),
+    "vector add 2^24": ("vector_add", 1 << 24, 1 << 12, 3, "within 10x numpy's time"),
+    "elementwise hypot 2^24": ("hypot_scale", 1 << 24, 1 << 12, 3, "within 10x numpy's time"),
+    "1,000 launches of 32 threads": ("loop", 1000, 10, 3, "under 50 us a launch"),
 }
+# the last commit before the compiled engine: the simulator #19 measured when it was filed
+FILED = "db49acd"
 QUICK = {"tiled matmul 1024x1024": 256, "tree reduction 2^24": 1 << 20,
          "vector add 2^24": 1 << 20, "elementwise hypot 2^24": 1 << 20,
          "1,000 launches of 32 threads": 100}
@@ -166,7 +171,7 @@ def run(revs: list[str], repeat: int, quick: bool) -> str:
         first, last = best.get((target, labels[0]), {}), best.get((target, labels[-1]), {})
         gain = first.get("s", 0) / last["s"] if "s" in first and "s" in last else None
         rows.append([target, *cells, report.ratio(gain) if gain else "-", goal])
-    headers = ["target (all checks)", *labels, f"{labels[0]} / {labels[-1]}", "the target"]
+    headers = ["target (all checks)", *labels, f"{labels[0]} / {labels[-1]}", "#19's target"]
     machine = "\n".join(f"- {k}: {v}" for k, v in report.machine().items())
     return "\n".join([
         "# The simulator-speed targets, revision by revision",
@@ -180,7 +185,9 @@ def run(revs: list[str], repeat: int, quick: bool) -> str:
         "", "## Results", "",
         ("The best of each revision's workers (each a fresh process, the revisions taking "
          "turns); numpy's time is measured in the same worker. The ratio column is the first "
-         "revision's time over the last one's."), "",
+         f"revision's time over the last one's. {FILED} is the last commit before the compiled "
+         "engine: the simulator the speed issue (#19) measured when it was filed, on a slower "
+         "machine than this one."), "",
         report.markdown_table(headers, rows), "",
         "Sizes: " + ("the quick ones (" + ", ".join(f"{t}: {n:,}" for t, n in QUICK.items())
                      + ")" if quick else "as named") + ".", ""])
