@@ -1,13 +1,13 @@
 """The simulator-speed targets, measured for several git revisions of gpukit in one run.
 
     python -m benchmarks.revisions REV [REV ...] [--repeat N] [--quick] [--output PATH]
-    python -m benchmarks.revisions db49acd .     # the speed issue's baseline, and the tree now
+    python -m benchmarks.revisions db49acd .    # the speed issue's baseline; the tree now
 
 Each REV is a commit (anything `git rev-parse` takes) or `.` for the working tree. Each is copied
 out (`git archive`; the working tree's tracked files as they are on disk) into a scratch folder
 with a kernel cache of its own, and every measurement runs in a fresh Python process of that copy
-(this file's `worker`, with the copy's gpukit and `benchmarks.kernels`), the revisions taking turns at each target and
-each repeat, so that a burst of load on a shared machine falls on all of them alike. The targets
+(this file's `worker`, with the copy's gpukit and `benchmarks.kernels`), the revisions taking
+turns at each target and each repeat, so that a burst of load on a shared machine falls on all of them alike. The targets
 are the speed issue's (#19), all with every check on: a tiled 16x16 shared-memory matmul of
 1024x1024, a tree reduction of 2^24 floats, two elementwise kernels of 2^24 elements against
 numpy's time in the same process, and a loop of 1,000 launches of a 32-thread vector add (per

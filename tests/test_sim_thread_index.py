@@ -33,4 +33,5 @@ def test_thread_indices_unravel_the_linear_index(x, y, z, blocks):
     be.launch_kernel(thread_coordinates, blocks, (x, y, z), out)
     zs, ys, xs = np.unravel_index(np.arange(x * y * z), (z, y, x))
     expected = np.stack([xs, ys, zs], axis=1)
-    np.testing.assert_array_equal(be.to_host(out), np.broadcast_to(expected, (blocks, *expected.shape)))
+    np.testing.assert_array_equal(be.to_host(out),
+                                  np.broadcast_to(expected, (blocks, *expected.shape)))

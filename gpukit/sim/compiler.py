@@ -350,7 +350,8 @@ def driver_source(params: list[str], generator: bool, nslots: int, regions: bool
         lines += [f"    for _g_run in range({CTX}[{L.NBLOCKS}]):",
                   f"        {P}begin_block({CTX}, _g_run)",
                   "        for _g_k in range(_g_tpb):",
-                  f"            {P}begin_thread({CTX}, {P}thread_at({CTX}, _g_k), {fences}, {frames})",
+                  (f"            {P}begin_thread({CTX}, {P}thread_at({CTX}, _g_k), {fences}, "
+                   f"{frames})"),
                   f"            _g_counts = {call}"]
         lines += [f"            _g_sum{j} += _g_counts[{j}]" for j in sums]
         lines += [f"    {P}count({CTX}, {site}, {space}, _g_sum{j})"

@@ -27,8 +27,9 @@ _SIZE_ATTRS = frozenset({"shape", "size", "ndim", "dtype", "itemsize"})
 
 
 def mark_unraced(block: list[ast.stmt], body: list[ast.stmt]) -> None:
-    """Wrap the descriptor of each read that needs no race records in `unraced(...)`, in the
-    region loops of `block` (the block-level code regions.split builds from `body`)."""
+    """Give each read that needs no race records, in the region loops of `block` (the
+    block-level code regions.split builds from `body`), a descriptor `unraced(...)` that the
+    block makes once, before the region's loop over its threads."""
     arrays = _tracked_arrays(body)
     if arrays:
         _visit(block, True, arrays, itertools.count())

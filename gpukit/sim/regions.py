@@ -300,7 +300,8 @@ def _uniform_control(stmts: list[ast.stmt], varying: set[str]) -> bool:
 
 # -- values the block computes once ------------------------------------------------------------
 _SAFE_CALLS = frozenset(P + n for n in (
-    "min_", "max_", "shared_array", "block_idx", "block_dim", "grid_dim", "gridsize", "warpsize", "len",
+    "min_", "max_", "shared_array", "block_idx", "block_dim", "grid_dim", "gridsize", "warpsize",
+    "len",
     *(f"{what}_{axis}" for what in ("bid", "bdim", "gdim") for axis in "xyz")))
 
 
