@@ -393,6 +393,27 @@ def touch(c, site, d, addr, isz, kind, preserving):
 
 
 @register_jitable
+def touch_unraced(c, site, d, addr, isz):
+    """`touch` of a read that keeps no race records (`ld_unraced`, with a descriptor made by
+    `unraced`), called only where the descriptor asks for more than the bounds: the element's
+    init mark (unless the block wrote every element) and the trace."""
+    flags = d[D_FLAGS]
+    init_kind = d[D_INIT_KIND]
+    off = addr - d[D_BASE]
+    shift = d[D_SHIFT]
+    e = off >> shift if shift >= 0 else off // isz
+    if init_kind != L.INIT_NONE:
+        if init_kind == L.INIT_BYTE:
+            ok = load_u8(d[D_INIT] + e) != 0
+        else:
+            ok = np.int64(load_u64(d[D_INIT] + e * 8)) >= c[L.SHARED_EPOCH]
+        if not ok and (flags & L.CHECK_UNINITIALIZED):
+            _undefined_read(c, site, d[D_SLOT], e)
+    if flags & TRACE_FLAG and c[L.TRACE_ON]:
+        _trace(c, site, d[D_SLOT], e, L.KIND_READ)
+
+
+@register_jitable
 def bounds_fail(c, site, axis, value, obj):
     c[L.ERR_BASE] = addr_of(obj)
     c[L.ERR_NDIM] = obj.ndim
@@ -410,6 +431,21 @@ def st(c, obj, idx, value, site, d, n):
     """obj[idx] = value in a kernel."""
 
 
+def ld_unraced(c, obj, idx, site, d, n):
+    """obj[idx], an element of a shared array that nothing can race with (gpukit.sim.intervals
+    gives it a descriptor made by `unraced`)."""
+
+
+def ld_bare(c, obj, idx, site, d, n):
+    """`ld_unraced` where `bounds_only(d)`: the bounds are all there is to check."""
+
+
+@register_jitable
+def bounds_only(d):
+    """Whether a descriptor made by `unraced` asks for nothing but bounds checks."""
+    return d[D_INIT_KIND] == L.INIT_NONE and not (d[D_FLAGS] & TRACE_FLAG)
+
+
 def _full_index(idx) -> int:
     """How many integer indices `idx` gives (0 when it is not all integers)."""
     items = idx.types if isinstance(idx, types.BaseTuple) else (idx,)
@@ -418,11 +454,14 @@ def _full_index(idx) -> int:
     return len(items)
 
 
-def _element_source(ndim: int, store: bool, tuple_index: bool, direct: bool) -> str:
+def _element_source(ndim: int, store: bool, tuple_index: bool, direct: bool,
+                    unraced: str = "") -> str:
     """Element access for `ndim` integer indices (tuples may mix integer types).
 
     `direct`: the element is a number or a boolean, loaded and stored at the address computed
-    here (other dtypes, such as records, go through Numba's own indexing)."""
+    here (other dtypes, such as records, go through Numba's own indexing). `unraced`: a read
+    that keeps no race records, "checked" (`ld_unraced`: its other checks run where its
+    descriptor has any) or "bare" (`ld_bare`: the bounds only)."""
     args = "c, obj, idx, value, site, d, n" if store else "c, obj, idx, site, d, n"
     lines = [f"def impl({args}):",
              "    bc = d[8] & CHECK_BOUNDS if d[0] >= 0 else c[CHECKS] & CHECK_BOUNDS",
@@ -450,7 +489,11 @@ def _element_source(ndim: int, store: bool, tuple_index: bool, direct: bool) -> 
                       (f"    touch(c, site, d, addr, obj.itemsize, KIND_WRITE, "
                        f"same_bits(old, obj[{index}]))")]
     else:
-        lines.append("    touch(c, site, d, addr, obj.itemsize, KIND_READ, False)")
+        if unraced == "checked":
+            lines += ["    if d[2] != INIT_NONE or d[8] & TRACE_FLAG:",
+                      "        touch_unraced(c, site, d, addr, obj.itemsize)"]
+        elif not unraced:
+            lines.append("    touch(c, site, d, addr, obj.itemsize, KIND_READ, False)")
         lines.append("    return load_at(addr, obj)" if direct else f"    return obj[{index}]")
     return "\n".join(lines)
 
@@ -458,15 +501,17 @@ def _element_source(ndim: int, store: bool, tuple_index: bool, direct: bool) -> 
 _IMPLS: dict = {}
 
 
-def _impl_for(ndim: int, store: bool, tuple_index: bool, direct: bool):
-    key = (ndim, store, tuple_index, direct)
+def _impl_for(ndim: int, store: bool, tuple_index: bool, direct: bool, unraced: str = ""):
+    key = (ndim, store, tuple_index, direct, unraced)
     if key not in _IMPLS:
         namespace = {"np": np, "addr_of": addr_of, "bounds_fail": bounds_fail, "touch": touch,
+                     "touch_unraced": touch_unraced, "INIT_NONE": L.INIT_NONE,
+                     "TRACE_FLAG": TRACE_FLAG,
                      "same_bits": same_bits, "CHECKS": L.CHECKS, "CHECK_BOUNDS": L.CHECK_BOUNDS,
                      "CHECK_WRAPAROUND": L.CHECK_WRAPAROUND,
                      "KIND_WRITE": L.KIND_WRITE, "KIND_READ": L.KIND_READ,
                      "load_at": load_at, "store_at": store_at}
-        source = _element_source(ndim, store, tuple_index, direct)
+        source = _element_source(ndim, store, tuple_index, direct, unraced)
         exec(compile(source, f"<gpukit {ndim}-d access>", "exec"), namespace)  # noqa: S102
         _IMPLS[key] = namespace["impl"]
     return _IMPLS[key]
@@ -516,6 +561,22 @@ def _ol_ld_view(c, obj, idx, site, d, n):
     if _holds_arrays(obj):  # its arrays' elements are checked when used
         return lambda c, obj, idx, site, d, n: obj[idx]
     return None
+
+
+def _unraced_load(obj, idx, how: str):
+    if isinstance(obj, types.Array) and _full_index(idx) == obj.ndim:
+        return _impl_for(obj.ndim, False, isinstance(idx, types.BaseTuple), _direct(obj), how)
+    return None  # not one element after all: a typing error, and the kernel runs as generators
+
+
+@overload(ld_unraced, jit_options={'forceinline': True})
+def _ol_ld_unraced(c, obj, idx, site, d, n):
+    return _unraced_load(obj, idx, "checked")
+
+
+@overload(ld_bare, jit_options={'forceinline': True})
+def _ol_ld_bare(c, obj, idx, site, d, n):
+    return _unraced_load(obj, idx, "bare")
 
 
 def _holds_arrays(obj) -> bool:

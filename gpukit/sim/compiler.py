@@ -65,7 +65,8 @@ def jit_options() -> dict[str, Any]:
 MAX_RECURSIVE_FRAME = 64 * 1024  # local memory per thread when device functions recurse
 
 RUNTIME: dict[str, Any] = {
-    P + "ld": access.ld, P + "st": access.st, P + "getattr": runtime.getattr_,
+    P + "ld": access.ld, P + "ld_unraced": access.ld_unraced, P + "ld_bare": access.ld_bare,
+    P + "bounds_only": access.bounds_only, P + "st": access.st, P + "getattr": runtime.getattr_,
     P + "setattr": runtime.setattr_, P + "mark": runtime.mark, P + "end": runtime.end,
     P + "use": runtime.use, P + "use_vars": runtime.use_vars, P + "len": runtime.len_,
     P + "raise_": runtime.raise_, P + "print_value": runtime.print_value,

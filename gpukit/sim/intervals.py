@@ -17,6 +17,7 @@ use of its name is the array of an element load, store or atomic with a full ind
 from __future__ import annotations
 
 import ast
+import copy
 import itertools
 from collections.abc import Iterator
 
@@ -115,7 +116,7 @@ def _visit(stmts: list[ast.stmt], top: bool, arrays: dict[str, int], ids: Iterat
         if _is_region(stmt):
             k = stmts.index(stmt)
             if _fenced(stmts, k, top):
-                stmts[k:k] = _unrace(stmt, arrays, ids)
+                stmts[k:k + 1] = _unrace(stmt, arrays, ids)
             continue
         for attr in ("body", "orelse"):
             inner = getattr(stmt, attr, None)
@@ -162,18 +163,32 @@ def _fenced(stmts: list[ast.stmt], k: int, top: bool) -> bool:
 
 
 def _unrace(region: ast.For, arrays: dict[str, int], ids: Iterator[int]) -> list[ast.stmt]:
-    """Give the region's reads that need no race records their descriptor `unraced(...)`,
-    made once by the block before its threads' loop: the assignments that make them."""
+    """The region with its reads that need no race records given a descriptor `unraced(...)`
+    that the block makes once, before its threads' loop. Where every such descriptor is bare
+    (nothing but bounds to check: every element written, no trace), the block runs a copy of
+    the region whose reads check nothing else (`ld_bare`), with no call that the compiler must
+    assume changes memory; else the region reads through `ld_unraced`."""
     calls = [n for n in ast.walk(region) if isinstance(n, ast.Call)]
     written = {_array_arg(c) for c in calls if _is_access(c) and c.func.id != _LOAD}
     made: dict[str, str] = {}  # descriptor expression -> the name of its unraced copy
     out: list[ast.stmt] = []
     for call in calls:
         name = _array_arg(call)
-        if name in arrays and name not in written and call.func.id == _LOAD:
+        if name in arrays and name not in written and call.func.id == _LOAD \
+                and isinstance(call.args[4], ast.Subscript):  # a static slot's descriptor
+            call.func.id = P + "ld_unraced"
             key = ast.unparse(call.args[4])
             if key not in made:
                 made[key] = f"{P}u{next(ids)}"
                 out.append(_assign(made[key], _call(P + "unraced", _name(CTX), call.args[4])))
             call.args[4] = _name(made[key])
-    return out
+    if not made:
+        return [region]
+    bare = copy.deepcopy(region)
+    for call in ast.walk(bare):
+        if isinstance(call, ast.Call) and isinstance(call.func, ast.Name) \
+                and call.func.id == P + "ld_unraced":
+            call.func.id = P + "ld_bare"
+    tests = [_call(P + "bounds_only", _name(n)) for n in made.values()]
+    test = ast.BoolOp(op=ast.And(), values=tests) if len(tests) > 1 else tests[0]
+    return [*out, ast.If(test=test, body=[bare], orelse=[region])]
