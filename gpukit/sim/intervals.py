@@ -4,10 +4,13 @@ A block's threads race on shared memory only within one barrier interval: a barr
 every access before it with every access after it. In a kernel run region by region
 (gpukit.sim.regions), a region with a barrier right before it (or the block's start) and right
 after it (or the block's end) is a whole barrier interval by itself. When no thread of such a
-region writes a shared array, the region's reads of that array can race with nothing: they are
-checked for bounds and initialisation as always, but keep no race records (`access.unraced`).
-That is the classic tiled loop (load a tile, barrier, compute from it, barrier), where most of
-the simulator's time went to race records no write could ever meet.
+region writes a shared array, the region's reads of that array can race with nothing: they keep
+no race records (`access.unraced` makes their descriptor once per block). Their bounds are
+checked as always; their initialisation too, unless the block has written every element of the
+array, and then the block runs a copy of the region whose reads check bounds only
+(`access.ld_bare`, chosen by `access.bounds_only`). That is the classic tiled loop (load a tile,
+barrier, compute from it, barrier), where most of the simulator's time went to race records no
+write could ever meet.
 
 An array qualifies only where the analysis sees every access to it: it is declared with a
 static shape (never reassigned, never passed to a function, never aliased or viewed), and every
