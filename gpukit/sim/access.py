@@ -187,10 +187,9 @@ def unraced(c, d):
     if init_kind == L.INIT_STAMP:
         elems = c[L.HEADER + d[D_SLOT] * L.SLOT_FIELDS + L.S_ELEMS]
         if elems <= 8 * c[L.TPB]:
-            epoch = c[L.SHARED_EPOCH]
             init_kind = L.INIT_NONE
             for e in range(elems):
-                if np.int64(load_u64(d[D_INIT] + e * 8)) < epoch:
+                if not _written(c, L.INIT_STAMP, d[D_INIT], e):
                     init_kind = L.INIT_STAMP
                     break
     return (d[D_BASE], d[D_SHIFT], init_kind, d[D_INIT], np.int64(0), np.int64(0),
@@ -337,6 +336,16 @@ def _dynamic(c, site, addr, isz):
 
 
 @register_jitable(forceinline=True)
+def _written(c, init_kind, ip, e):
+    """Whether element `e` has been written, by its init marks at `ip` (INIT_BYTE: a byte per
+    element; INIT_STAMP: the stamp of its latest write, written in this block when not older
+    than the block's shared memory)."""
+    if init_kind == L.INIT_BYTE:
+        return load_u8(ip + e) != 0
+    return np.int64(load_u64(ip + e * 8)) >= c[L.SHARED_EPOCH]
+
+
+@register_jitable(forceinline=True)
 def touch(c, site, d, addr, isz, kind, preserving):
     """Everything an element access does besides the load or store itself.
 
@@ -357,15 +366,9 @@ def touch(c, site, d, addr, isz, kind, preserving):
     if init_kind != L.INIT_NONE:
         ip = d[D_INIT]
         if kind == L.KIND_WRITE and preserving:  # unwritten memory: no write preserves it
-            if init_kind == L.INIT_BYTE:
-                preserving = load_u8(ip + e) != 0
-            else:
-                preserving = np.int64(load_u64(ip + e * 8)) >= c[L.SHARED_EPOCH]
+            preserving = _written(c, init_kind, ip, e)
         if kind != L.KIND_WRITE:
-            if init_kind == L.INIT_BYTE:
-                ok = load_u8(ip + e) != 0
-            else:
-                ok = np.int64(load_u64(ip + e * 8)) >= c[L.SHARED_EPOCH]
+            ok = _written(c, init_kind, ip, e)
             if not ok and (flags & L.CHECK_UNINITIALIZED):
                 if kind == L.KIND_ATOMIC:  # its result goes back to memory: an error, but a
                     defer(c, L.E_UNINIT, site, d[D_SLOT], e, 0, 0, 0)  # race is reported first
@@ -402,13 +405,9 @@ def touch_unraced(c, site, d, addr, isz):
     off = addr - d[D_BASE]
     shift = d[D_SHIFT]
     e = off >> shift if shift >= 0 else off // isz
-    if init_kind != L.INIT_NONE:
-        if init_kind == L.INIT_BYTE:
-            ok = load_u8(d[D_INIT] + e) != 0
-        else:
-            ok = np.int64(load_u64(d[D_INIT] + e * 8)) >= c[L.SHARED_EPOCH]
-        if not ok and (flags & L.CHECK_UNINITIALIZED):
-            _undefined_read(c, site, d[D_SLOT], e)
+    if init_kind != L.INIT_NONE and (flags & L.CHECK_UNINITIALIZED) \
+            and not _written(c, init_kind, d[D_INIT], e):
+        _undefined_read(c, site, d[D_SLOT], e)
     if flags & TRACE_FLAG and c[L.TRACE_ON]:
         _trace(c, site, d[D_SLOT], e, L.KIND_READ)
 
