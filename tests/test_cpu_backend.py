@@ -246,10 +246,14 @@ def test_a_freed_array_cannot_be_passed_to_a_kernel():
             a[i] = a[i] * 2
 
     backend = CPUBackend()
-    dev = backend.to_device(np.arange(4.0))
-    backend.free(dev)
-    with pytest.raises(InvalidDeviceArrayError, match="use after free"):
-        backend.launch_kernel(double, 1, 32, dev)
+    dev, launched = backend.to_device(np.arange(4.0)), backend.to_device(np.arange(4.0))
+    backend.launch_kernel(double, 1, 32, launched)  # its host view is made and kept
+    for array in (dev, launched):
+        backend.free(array)
+        with pytest.raises(InvalidDeviceArrayError, match="use after free"):
+            backend.launch_kernel(double, 1, 32, array)
+        with pytest.raises(InvalidDeviceArrayError, match="use after free"):
+            array.host_view()
 
 
 def test_arrays_of_another_backend_are_refused():

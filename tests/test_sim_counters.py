@@ -38,3 +38,46 @@ def test_each_sites_count_is_what_the_threads_executed(n, size, limit):
         executed[kind] += global_count
     assert executed == {"read": int(stops.sum()), "write": n}
     assert record.stats.global_load_bytes == 8 * int(stops.sum())
+
+
+def repeat_read(a, out, reps):
+    i = cuda.grid(1)
+    if i < out.shape[0]:
+        acc = a[i] - a[i]
+        for _ in range(reps):
+            acc += a[i]
+        out[i] = acc
+
+
+@settings(max_examples=10, deadline=None)
+@given(launches=st.lists(st.tuples(st.sampled_from([np.float32, np.float64, np.int16]),
+                                   st.integers(0, 3)), min_size=2, max_size=6))
+def test_a_loop_of_launches_counts_each_launch_as_it_ran(launches):
+    # statistics and the model's facts are remembered between launches that count the same:
+    # each launch must still get its own, for its element size and its counts
+    from gpukit.timing import launch_facts
+
+    be = CPUBackend()
+    records = []
+    for dtype, reps in launches:
+        a, out = be.to_device(np.ones(40, dtype)), be.allocate(40, dtype)
+        record = be.launch_kernel(repeat_read, 2, 32, a, out, reps)
+        size = np.dtype(dtype).itemsize
+        assert record.stats.global_load_bytes == 40 * (reps + 2) * size
+        assert record.stats.global_store_bytes == 40 * size
+        assert launch_facts(record).global_bytes == 40 * (reps + 3) * size
+        assert not launch_facts(record).observed
+        records.append(record)
+    records[0].stats.sites.clear()  # each record's statistics are its own
+    assert all(r.stats.sites for r in records[1:])
+
+
+def test_a_traced_launch_gets_observed_facts_after_untraced_ones_alike():
+    from gpukit.timing import launch_facts
+
+    be = CPUBackend()
+    a, out = be.to_device(np.ones(64, np.float32)), be.allocate(64, np.float32)
+    plain = be.launch_kernel(repeat_read, 2, 32, a, out, 1)
+    traced = be.launch_kernel(repeat_read, 2, 32, a, out, 1, trace=True)
+    assert traced.stats.sites == plain.stats.sites
+    assert not launch_facts(plain).observed and launch_facts(traced).observed

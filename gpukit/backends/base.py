@@ -293,7 +293,10 @@ class Backend(ABC):
         """The latest launches (10,000; `launches.limit` changes it), oldest first, as a
         `RecordLog`: indexed, sliced and iterated like a list; `launches.total` counts them
         all. Backends that log launches append to it."""
-        return self.__dict__.setdefault("_launches", RecordLog())
+        log = self.__dict__.get("_launches")
+        if log is None:
+            log = self.__dict__["_launches"] = RecordLog()
+        return log
 
     @launches.setter
     def launches(self, records: Iterable[LaunchRecord]) -> None:

@@ -326,12 +326,12 @@ def _dynamic(c, site, addr, isz):
     if s < 0:
         cnt = c[L.SITE_BASE] + site * L.SITE_FIELDS
         c[cnt + L.SPACE_CONST] += 1
-        c[cnt + 4] = isz
+        c[cnt + L.SC_ITEMSIZE] = isz
         return NODESC
     d = desc(c, (s - L.HEADER) // L.SLOT_FIELDS)
     cnt = c[L.SITE_BASE] + site * L.SITE_FIELDS
     c[cnt + d[D_SPACE]] += 1
-    c[cnt + 4] = isz
+    c[cnt + L.SC_ITEMSIZE] = isz
     return d
 
 

@@ -85,6 +85,8 @@ class SimKernel:
         self.checked_signatures: set = set()
         self.signatures: dict = {}  # launch values' type keys -> Numba types (launch._signature)
         self.ready: tuple = (None, {})  # (driver, {type key: Numba types} it is compiled for)
+        self.counted: dict = {}  # (types, counters) -> what launch._stats made of them
+        self.local_slots: dict = {}  # local memory's slot, made by launch._local
 
     def _sources(self) -> None:
         self.regions = self.unit.region_vars is not None  # see gpukit.sim.regions

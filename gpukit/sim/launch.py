@@ -9,6 +9,7 @@ and the context it leaves behind becomes statistics, printed output, trace colum
 
 from __future__ import annotations
 
+import functools
 import sys
 import threading
 import time
@@ -146,6 +147,13 @@ WATCHDOG = _Watchdog()
 _CONTEXT_TYPE = numba.types.Array(numba.int64, 1, "C")  # the launch context's Numba type
 
 
+@functools.lru_cache(maxsize=64)
+def _check_flags(checks: tuple[tuple[str, bool], ...]) -> int:
+    """The CHECK_* bits of the checks a launch asked for (a check not named is on)."""
+    on = dict(checks)
+    return sum(bit for name, bit in L.CHECK_NAMES.items() if on.get(name, True))
+
+
 def _shift(n: int) -> int:
     """log2 of `n` (an item size, a block's extent) when it is a power of two, else -1."""
     return n.bit_length() - 1 if n & (n - 1) == 0 else -1
@@ -171,14 +179,15 @@ def run(kernel: SimKernel, memory: DeviceMemory, workspace: Workspace, args: tup
     c = np.zeros(header + nsites * L.SITE_FIELDS, np.int64)
     keep: list[Any] = []  # everything the context points at stays alive until the end
     infos: list[Any] = [None] * nslots
-    fresh = [a.allocation for a in _arrays(args) if not a.is_freed
-             and not a.allocation.has_race_records]
+    arrays = _arrays(args)
+    fresh = [a.alloc for a in arrays if not a.is_freed and not a.alloc.has_race_records]
     trace_bytes = trace_capacity * L.TRACE_FIELDS * 8
-    memory.host_budget.take(trace_bytes, f"a trace of up to {trace_capacity:,} accesses")
+    if trace_bytes:
+        memory.host_budget.take(trace_bytes, f"a trace of up to {trace_capacity:,} accesses")
     try:
-        return _run(kernel, memory, workspace, args, grid, block, dynamic_shared_bytes, checks,
-                    schedule, seed, watchdog_s, trace_capacity, trace_sample, c, keep, infos,
-                    nslots, nsites, header, tpb, nblocks)
+        result = _run(kernel, memory, workspace, args, grid, block, dynamic_shared_bytes, checks,
+                      schedule, seed, watchdog_s, trace_capacity, trace_sample, c, keep, infos,
+                      nslots, nsites, header, tpb, nblocks)
     except BaseException:  # race records this launch made go with it; older ones stay
         for alloc in fresh:
             if not alloc.freed:
@@ -186,6 +195,10 @@ def run(kernel: SimKernel, memory: DeviceMemory, workspace: Workspace, args: tup
         raise
     finally:
         memory.host_budget.give_back(trace_bytes)
+    for array in arrays:  # a mask whose every element is now written is dropped
+        if not array.is_freed:
+            array.alloc.settle_init_mask()
+    return result
 
 
 def _run(kernel: SimKernel, memory: DeviceMemory, workspace: Workspace, args: tuple,
@@ -194,8 +207,7 @@ def _run(kernel: SimKernel, memory: DeviceMemory, workspace: Workspace, args: tu
          trace_capacity: int, trace_sample: int, c: np.ndarray, keep: list, infos: list,
          nslots: int, nsites: int, header: int, tpb: int, nblocks: int) -> LaunchResult:
     values = _bind(kernel, memory, args, checks, c, keep, infos)
-    flags = sum(bit for name, bit in L.CHECK_NAMES.items() if checks.get(name, True))
-    c[L.CHECKS] = flags
+    c[L.CHECKS] = _check_flags(tuple(checks.items()))
     c[L.BDX], c[L.BDY], c[L.BDZ] = block
     c[L.BDX_SHIFT], c[L.BDXY_SHIFT] = _shift(block[0]), _shift(block[0] * block[1])
     c[L.GDX], c[L.GDY], c[L.GDZ] = grid
@@ -240,7 +252,7 @@ def _run(kernel: SimKernel, memory: DeviceMemory, workspace: Workspace, args: tu
             c[L.TRACE_QUIET] = 1
             if trace_sample < nblocks:  # an odd stride: no aliasing with power-of-two layouts
                 c[L.TRACE_EVERY] = -(-nblocks // trace_sample) | 1
-    driver, sig = _compiled_driver(kernel, values)
+    driver, sig, types = _compiled_driver(kernel, values)
     start = time.perf_counter()
     error = None
     if watchdog_s:
@@ -274,8 +286,7 @@ def _run(kernel: SimKernel, memory: DeviceMemory, workspace: Workspace, args: tu
             raised_as(type(error), f"{type(error).__name__}: {error}", kernel=kernel.name)
         exc.partial_trace = trace  # the accesses recorded before the error (backend: exc.trace)
         raise exc from (None if error == "trap" else error)
-    _settle_init_masks(args)
-    stats = _stats(kernel, c, dynamic_shared_bytes, infos)
+    stats = _stats(kernel, c, dynamic_shared_bytes, infos, types)
     if trace is not None:
         every = int(c[L.TRACE_EVERY]) or 1
         return LaunchResult(stats, wall_ms, trace, output, traced_blocks=-(-nblocks // every),
@@ -296,15 +307,16 @@ def _run_generators(driver: Any, c: np.ndarray, values: list, workspace: Workspa
         driver(c, *values)
 
 
-def _compiled_driver(kernel: SimKernel, values: list) -> tuple[Any, tuple]:
-    """(the driver, compiled for these argument types before the watchdog starts; the types)."""
+def _compiled_driver(kernel: SimKernel, values: list) -> tuple[Any, tuple, tuple | None]:
+    """(the driver, compiled for these argument types before the watchdog starts; Numba's types;
+    what those types depend on, a key for caches, or None when that is not known cheaply)."""
     driver = kernel.driver
     key = tuple(_type_key(v) for v in values)
     ready_for, ready = kernel.ready
     if ready_for is not driver:
         kernel.ready = (driver, {})
     elif key in ready:  # launched before with values of these types (None: keys for no types)
-        return driver, ready[key]
+        return driver, ready[key], key
     sig = _signature(kernel, values, key)
     full = (_CONTEXT_TYPE, *sig)
     if full not in driver.overloads:
@@ -336,7 +348,7 @@ def _compiled_driver(kernel: SimKernel, values: list) -> tuple[Any, tuple]:
         cache.remember_typechecked(kernel.key, str(sig))
     if None not in key and kernel.ready[0] is driver:
         kernel.ready[1][key] = sig
-    return driver, sig
+    return driver, sig, None if None in key else key
 
 
 def _signature(kernel: SimKernel, values: list, key: tuple) -> tuple:
@@ -374,17 +386,23 @@ def _bind(kernel: SimKernel, memory: DeviceMemory, args: tuple, checks: dict[str
                         f"({', '.join(kernel.param_names)}), got {len(args)}")
     written: set[int] = set()
     read: set[int] = set()
-    # (label, array) of the arrays in each tuple argument, as `x[1]`; [] for other arguments
-    in_tuples = [_tuple_arrays(arg, name) if isinstance(arg, tuple) else []
-                 for name, arg in zip(kernel.param_names, args)]
-    for name, arg, leaves in zip(kernel.param_names, args, in_tuples):
-        # an array in a tuple is used as the tuple is
-        arrays = (arg,) if isinstance(arg, DeviceArray) else [array for _, array in leaves]
-        r, w = kernel.param_usage.get(name, (True, True))
-        for array in arrays:
-            alloc_id = array.allocation.id
-            (written.add(alloc_id) if w else None)
-            (read.add(alloc_id) if r else None)
+    in_tuples = []  # (label, array) of the arrays in each tuple argument, as `x[1]`; [] for others
+    for name, arg in zip(kernel.param_names, args):
+        if isinstance(arg, DeviceArray):
+            leaves, arrays = [], (arg,)
+        elif isinstance(arg, tuple):  # an array in a tuple is used as the tuple is
+            leaves = _tuple_arrays(arg, name)
+            arrays = [array for _, array in leaves]
+        else:
+            leaves = arrays = []
+        in_tuples.append(leaves)
+        if arrays:
+            r, w = kernel.param_usage.get(name, (True, True))
+            for array in arrays:
+                if w:
+                    written.add(array.allocation.id)
+                if r:
+                    read.add(array.allocation.id)
     values = []
     flags = (checks.get("races", True), checks.get("uninitialized", True), written, read)
     extra = len(kernel.slots)  # the arrays in tuple arguments get slots after the kernel's own
@@ -419,20 +437,19 @@ def _bind_array(kernel: SimKernel, memory: DeviceMemory, c: np.ndarray, infos: l
             f"argument '{name}' of kernel '{kernel.name}' lives on another backend's "
             "device; copy it to the host and to this backend's device first")
     if races and alloc.id in written:  # the records first: their error says how to avoid them
-        alloc.race_records(alloc.id in read, f"'{name}'")
+        if alloc.writers_address == 0 or (alloc.readers_address == 0 and alloc.id in read):
+            alloc.race_records(alloc.id in read, f"'{name}'")
         c[s + L.S_WREC], c[s + L.S_RREC] = alloc.writers_address, alloc.readers_address
-    alloc.buffer()
-    base = alloc.address
-    c[s + L.S_BASE], c[s + L.S_END] = base, base + max(alloc.nbytes, 1)
-    c[s + L.S_SHIFT] = _shift(alloc.dtype.itemsize)
-    c[s + L.S_ITEMSIZE] = alloc.dtype.itemsize
-    c[s + L.S_WRITABLE] = 1
-    c[s + L.S_SPACE] = L.SPACE_GLOBAL
-    c[s + L.S_ELEMS] = alloc.count
-    if uninit and alloc.init_mask() is not None:
+    view = arg.host_view()  # materialises the storage
+    if uninit and not alloc.all_initialized:
+        alloc.init_mask()
         c[s + L.S_INIT], c[s + L.S_INIT_KIND] = alloc.init_mask_address, L.INIT_BYTE
-    infos[k] = SlotInfo(name, "global", arg.shape, arg.dtype, arg)
-    return arg.host_view()
+    base, itemsize = alloc.address, view.itemsize
+    c[s + L.S_BASE], c[s + L.S_END] = base, base + max(alloc.nbytes, 1)
+    c[s + L.S_SHIFT], c[s + L.S_ITEMSIZE] = _shift(itemsize), itemsize
+    c[s + L.S_WRITABLE], c[s + L.S_SPACE], c[s + L.S_ELEMS] = 1, L.SPACE_GLOBAL, alloc.count
+    infos[k] = SlotInfo(name, "global", arg.shape, view.dtype, arg)
+    return view
 
 
 def _tuple_arrays(value: tuple, label: str) -> list[tuple[str, DeviceArray]]:
@@ -526,18 +543,25 @@ def _local(kernel: SimKernel, ws: Workspace, c: np.ndarray, tpb: int, infos: lis
     threads = tpb if kernel.generator else 1
     base = _aligned(ws.address("local", per_thread * threads + align), align)
     init = ws.address("localinit", per_thread * threads + 16)
-    k = kernel.local_slot
-    s = L.HEADER + k * L.SLOT_FIELDS
-    c[L.LOCAL_BASE], c[L.LOCAL_SIZE] = base, per_thread
-    c[L.LOCAL_STRIDE] = per_thread if kernel.generator else 0
-    c[L.LOCAL_INIT] = init
-    c[L.LOCAL_KERNEL] = kernel.local_kernel_bytes
-    c[s + L.S_BASE], c[s + L.S_END] = base, base + per_thread * threads
-    c[s + L.S_SHIFT], c[s + L.S_ITEMSIZE] = 0, 1
-    c[s + L.S_INIT], c[s + L.S_INIT_KIND] = init, L.INIT_BYTE
-    c[s + L.S_SPACE], c[s + L.S_WRITABLE], c[s + L.S_ELEMS] = L.SPACE_LOCAL, 1, per_thread
-    infos[k] = SlotInfo("local", "local", (per_thread,), np.dtype(np.uint8),
-                        decls=tuple(kernel.local_decls), stride=int(c[L.LOCAL_STRIDE]))
+    key = (threads, base, init)
+    found = kernel.local_slots.get(key)  # a loop of launches finds its slot made
+    if found is None:
+        if len(kernel.local_slots) >= 16:
+            kernel.local_slots.clear()
+        row = np.zeros(L.SLOT_FIELDS, np.int64)
+        row[L.S_BASE], row[L.S_END] = base, base + per_thread * threads
+        row[L.S_SHIFT], row[L.S_ITEMSIZE] = 0, 1
+        row[L.S_INIT], row[L.S_INIT_KIND] = init, L.INIT_BYTE
+        row[L.S_SPACE], row[L.S_WRITABLE], row[L.S_ELEMS] = L.SPACE_LOCAL, 1, per_thread
+        stride = per_thread if kernel.generator else 0
+        info = SlotInfo("local", "local", (per_thread,), np.dtype(np.uint8),
+                        decls=tuple(kernel.local_decls), stride=stride)
+        found = kernel.local_slots[key] = (row, stride, info)
+    row, stride, infos[kernel.local_slot] = found
+    s = L.HEADER + kernel.local_slot * L.SLOT_FIELDS
+    c[s: s + L.SLOT_FIELDS] = row
+    c[L.LOCAL_BASE], c[L.LOCAL_SIZE], c[L.LOCAL_INIT] = base, per_thread, init
+    c[L.LOCAL_STRIDE], c[L.LOCAL_KERNEL] = stride, kernel.local_kernel_bytes
 
 
 def _grid_sync_table(kernel: SimKernel, ws: Workspace, c: np.ndarray, nblocks: int,
@@ -572,40 +596,50 @@ def _renumber(memory: DeviceMemory, workspace: Workspace) -> None:
     memory.race_stamp = 0
 
 
-def _settle_init_masks(args: tuple) -> None:
-    """Drop the written-elements mask of an allocation the launch finished writing."""
-    for arg in _arrays(args):
-        if not arg.is_freed:
-            alloc = arg.allocation
-            mask = alloc._init_mask if hasattr(alloc, "_init_mask") else None
-            if mask is not None and mask.all():
-                alloc.mark_all_initialized()
-
-
-def _stats(kernel: SimKernel, c: np.ndarray, dynamic: int, infos: list) -> LaunchStats:
-    stats = LaunchStats(static_shared_bytes=kernel.static_shared_bytes,
-                        dynamic_shared_bytes=dynamic, barriers=int(c[L.BARRIERS]),
-                        local_bytes_per_thread=kernel.local_bytes)
+def _stats(kernel: SimKernel, c: np.ndarray, dynamic: int, infos: list, types: tuple | None
+           ) -> LaunchStats:
+    """The launch's statistics from its per-site counters (`types`: its arguments' type key,
+    which gives the element sizes of what it accessed); a loop of launches repeats them."""
     base = int(c[L.SITE_BASE])
-    sites = kernel.sites.items
-    rows = c[base: base + len(sites) * L.SITE_FIELDS].reshape(-1, L.SITE_FIELDS).tolist()
-    for index, (site, row) in enumerate(zip(sites, rows)):
+    counters = c[base: base + len(kernel.sites.items) * L.SITE_FIELDS]
+    barriers = int(c[L.BARRIERS])
+    if types is None:
+        traffic, sites = _counted(kernel, counters, infos)
+    else:
+        key = (types, dynamic, counters.tobytes())
+        found = kernel.counted.get(key)
+        if found is None:
+            if len(kernel.counted) >= 256:
+                kernel.counted.clear()
+            found = kernel.counted[key] = _counted(kernel, counters, infos)
+        traffic, sites = found
+    return LaunchStats(*traffic, static_shared_bytes=kernel.static_shared_bytes,
+                       dynamic_shared_bytes=dynamic, barriers=barriers,
+                       local_bytes_per_thread=kernel.local_bytes, sites=list(sites))
+
+
+def _counted(kernel: SimKernel, counters: np.ndarray, infos: list) -> tuple[tuple, tuple]:
+    """((global load, global store, shared load, shared store bytes, atomics), the sites that
+    ran) from the per-site counters (see `layout.SITE_FIELDS`)."""
+    gl = gs = sl = ss = atomics = 0
+    sites = []
+    rows = counters.reshape(-1, L.SITE_FIELDS).tolist()
+    for index, (site, row) in enumerate(zip(kernel.sites.items, rows)):
         glob = row[L.SPACE_GLOBAL] + row[L.SPACE_CONST]
         shared = row[L.SPACE_SHARED]
-        local = row[L.SPACE_LOCAL]
-        if glob == shared == local == 0:
+        if glob == shared == row[L.SPACE_LOCAL] == 0:
             continue
         slot = kernel.site_slots.get(index, -1)
-        itemsize = row[4] if slot < 0 else int(infos[slot].dtype.itemsize)
+        itemsize = row[L.SC_ITEMSIZE] if slot < 0 else int(infos[slot].dtype.itemsize)
         if site.kind == "read":
-            stats.global_load_bytes += glob * itemsize
-            stats.shared_load_bytes += shared * itemsize
+            gl += glob * itemsize
+            sl += shared * itemsize
         elif site.kind == "write":
-            stats.global_store_bytes += glob * itemsize
-            stats.shared_store_bytes += shared * itemsize
+            gs += glob * itemsize
+            ss += shared * itemsize
         elif site.kind == "atomic":
-            stats.atomics += glob + shared
-            stats.global_load_bytes += glob * itemsize
-            stats.global_store_bytes += glob * itemsize
-        stats.sites.append((index, site.kind, itemsize, glob, shared))
-    return stats
+            atomics += glob + shared
+            gl += glob * itemsize
+            gs += glob * itemsize
+        sites.append((index, site.kind, itemsize, glob, shared))
+    return (gl, gs, sl, ss, atomics), tuple(sites)

@@ -128,13 +128,10 @@ INIT_BYTE = 1  # one byte per element, 1 once written (global and local memory)
 INIT_STAMP = 2  # one uint64 per element, the stamp of its latest write (shared memory)
 
 # -- per-site counters (SITE_FIELDS per site, after the slot table) ----------------------------
-SITE_FIELDS = 6
-SC_COUNT = 0  # executions
-SC_BYTES = 1  # bytes moved
-SC_SPACE = 2  # memory space of the latest execution
-SC_GLOBAL = 3  # executions that touched global (or constant) memory
-SC_SHARED = 4  # executions that touched shared memory
-SC_ATOMIC = 5  # executions that were atomic
+# executions of the site in each memory space (indexed by SPACE_*), then the element size of an
+# access whose slot the transform could not know (static sites' sizes come from their slots)
+SITE_FIELDS = 5
+SC_ITEMSIZE = 4
 
 # -- check flags -------------------------------------------------------------------------
 CHECK_BOUNDS = 1

@@ -88,6 +88,11 @@ class Allocation:
             self.address = self._buffer.ctypes.data
         return self._buffer
 
+    @property
+    def all_initialized(self) -> bool:
+        """Whether every element has been written (the mask is then dropped)."""
+        return self._all_initialized
+
     def init_mask(self) -> np.ndarray | None:
         """Mask of written elements, or None when all are written."""
         if self._all_initialized:
@@ -128,6 +133,11 @@ class Allocation:
         for records in (self._writers, self._readers):
             if records is not None:
                 records[:] = 0
+
+    def settle_init_mask(self) -> None:
+        """Drop the written-elements mask once every element has been written."""
+        if self._init_mask is not None and self._init_mask.all():
+            self.mark_all_initialized()
 
     def mark_all_initialized(self) -> None:
         if self._init_mask is not None:
