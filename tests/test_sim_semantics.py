@@ -13,6 +13,8 @@ from typing import Any
 import numba
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from numba import cuda
 from numba.cuda.misc.special import literal_unroll  # numba-cuda's, as kernels import it
 
@@ -662,18 +664,92 @@ def test_a_shape_from_a_local_that_is_no_constant_is_refused_as_numba_cuda_refus
         run(be, kernel, 1, 1, np.zeros(1, np.int32))
 
 
-def dtype_of_an_argument(a):
+def dtype_of_an_argument(a, out):
+    tile = cuda.shared.array(8, a.dtype)
+    scratch = cuda.local.array(8, dtype=out.dtype)
+    t = cuda.threadIdx.x
+    tile[t] = a[t] * 3
+    cuda.syncthreads()
+    for k in range(8):
+        scratch[k] = tile[(t + k) % 8]
+    total = scratch[0]
+    for k in range(1, 8):
+        total += scratch[k]
+    out[t] = total
+
+
+@settings(max_examples=12, deadline=None)
+@given(dtypes=st.lists(st.tuples(st.sampled_from(["int16", "int64", "float32", "float64",
+                                                    "uint8"]),
+                                  st.sampled_from(["int32", "float64", "float32"])),
+                        min_size=1, max_size=4))
+def test_shared_and_local_arrays_take_an_arguments_dtype_as_numba_cuda_compiles_them(dtypes):
+    # numba-cuda compiles one overload per argument types; the simulator lays the kernel out
+    # for each launch's argument dtypes (the same kernel, launched with several in turn)
+    be = CPUBackend()
+    kernel = be.compile_kernel(dtype_of_an_argument)
+    for a_type, out_type in dtypes:
+        a = np.arange(1, 9).astype(a_type)
+        tile = (a * np.array(3, a_type)).astype(a_type)  # the tile holds a's type (wraps too)
+        expected = np.full(8, tile.astype(out_type).sum(dtype=out_type), out_type)
+        dev_a, dev_out = be.to_device(a), be.allocate(8, out_type)
+        record = be.launch_kernel(kernel, 1, 8, dev_a, dev_out)
+        np.testing.assert_array_equal(be.to_host(dev_out), expected)
+        assert record.stats.static_shared_bytes == 8 * np.dtype(a_type).itemsize
+        assert record.stats.local_bytes_per_thread >= 8 * np.dtype(out_type).itemsize
+        assert kernel.static_shared_bytes == 8 * np.dtype(a_type).itemsize  # the latest launch's
+
+
+def test_a_layout_from_argument_dtypes_is_known_once_launched_or_from_a_signature(be):
+    kernel = be.compile_kernel(dtype_of_an_argument)
+    with pytest.raises(UnsupportedKernelError, match=re.escape(
+            "kernel 'dtype_of_an_argument' declares shared or local memory with an argument's "
+            "dtype, so its layout depends on the arguments' types: launch it first (or compile "
+            "it with a signature)")):
+        kernel.explain()
+    eager = be.compile_kernel(dtype_of_an_argument, "void(float64[:], int32[:])")
+    assert eager.static_shared_bytes == 64  # laid out at compile time, as numba-cuda does
+    out = be.allocate(8, np.int32)
+    be.launch_kernel(eager, 1, 8, be.to_device(np.ones(8)), out)
+    assert be.to_host(out).tolist() == [24] * 8
+
+
+def checks_in_a_layout_by_dtype(a):
+    tile = cuda.shared.array(4, dtype=a.dtype)
+    t = cuda.threadIdx.x
+    if t > 0:
+        tile[t] = a[t]
+    cuda.syncthreads()
+    a[t] = tile[(t + 1) % 4]
+
+
+def test_a_layout_by_argument_dtypes_keeps_every_check(be):
+    with pytest.raises(UninitializedMemoryError, match=re.escape(
+            "'tile[(t + 1) % 4]' reads tile[0], which was never written")):
+        run(be, checks_in_a_layout_by_dtype, 1, 4, np.ones(4, np.float32))
+
+
+def dtype_of_a_scalar(a, n):
+    tile = cuda.shared.array(4, n.dtype)
+    tile[0] = a[0]
+    a[1] = tile[0]
+
+
+def dtype_of_a_reassigned_argument(a, b):
+    a = b
     tile = cuda.shared.array(4, a.dtype)
     tile[0] = a[0]
     a[1] = tile[0]
 
 
-def test_a_dtype_from_an_argument_is_refused_without_claiming_numba_cuda_refuses_it(be):
+def test_an_argument_dtype_that_is_not_an_arrays_is_refused(be):
     with pytest.raises(UnsupportedKernelError, match=re.escape(
-            "a dtype that is not a constant (numba-cuda also takes an argument's, such as "
-            "a.dtype, as it compiles for the launch's types; the simulator lays out shared and "
-            "local memory before it knows them: use a constant dtype) is not supported")):
-        run(be, dtype_of_an_argument, 1, 1, np.zeros(2, np.float32))
+            "'n.dtype' where argument 'n' is not an array (numba-cuda's typing refuses it too) "
+            "is not supported")):
+        run(be, dtype_of_a_scalar, 1, 1, np.zeros(2, np.float32), scalars=(3,))
+    with pytest.raises(UnsupportedKernelError, match=re.escape(
+            "a dtype that is not a constant (numba-cuda also takes an argument's")):
+        run(be, dtype_of_a_reassigned_argument, 1, 1, np.zeros(2), np.zeros(2))
 
 
 @cuda.jit(device=True)

@@ -9,23 +9,59 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import LaunchConfigError
-from ..sim.kernel import SimKernel
+import numpy as np
+
+from ..errors import LaunchConfigError, UnsupportedKernelError
+from ..sim.kernel import NeedsArgumentDtypes, SimKernel, python_function
 
 
 class CPUKernel:
-    """A Numba CUDA kernel compiled for CPUBackend. Launch with kernel[grid, block](*args)."""
+    """A Numba CUDA kernel compiled for CPUBackend. Launch with kernel[grid, block](*args).
 
-    def __init__(self, sim: SimKernel, backend: Any, signature: Any = None):
-        self.sim = sim
+    A kernel that declares a shared or local array with an argument's dtype (`dtype=a.dtype`)
+    is laid out for each launch's argument dtypes, as numba-cuda compiles one overload per
+    argument types: `sim` is then the layout of the latest launch (`select` picks it)."""
+
+    def __init__(self, func: Any, backend: Any, signature: Any = None, debug: bool = False):
+        self.py_func = python_function(func)
         self.backend = backend
         self.signature = signature
-        self.py_func = sim.py_func
-        self.name = sim.name
-        self.__name__ = sim.name
-        self.__doc__ = sim.py_func.__doc__
-        self.param_names = sim.param_names
-        self.checked_geometry: dict = {}  # (grid, block, dynamic shared, limits on) -> checked
+        self.debug = debug
+        self.name = self.__name__ = self.py_func.__name__
+        self.__doc__ = self.py_func.__doc__
+        code = self.py_func.__code__
+        self.param_names = code.co_varnames[:code.co_argcount]
+        self.checked_geometry: dict = {}  # (grid, block, dynamic shared, limits on, static) -> ...
+        self._layouts: dict[tuple, SimKernel] | None = None  # by argument dtypes, where needed
+        try:
+            self._sim: SimKernel | None = SimKernel(self.py_func, signature, debug)
+        except NeedsArgumentDtypes:
+            self._sim, self._layouts = None, {}
+
+    @property
+    def sim(self) -> SimKernel:
+        """The simulator's kernel (for a kernel laid out by argument dtypes: the latest
+        launch's)."""
+        if self._sim is None:
+            raise UnsupportedKernelError(
+                f"kernel '{self.name}' declares shared or local memory with an argument's dtype, "
+                "so its layout depends on the arguments' types: launch it first (or compile it "
+                "with a signature)", kernel=self.name)
+        return self._sim
+
+    def select(self, args: tuple) -> SimKernel:
+        """The simulator's kernel for launch arguments `args` (made on first use)."""
+        if self._layouts is None:
+            return self.sim
+        dtypes = tuple(getattr(arg, "dtype", None) for arg in args)
+        sim = self._layouts.get(dtypes)
+        if sim is None:
+            sim = self._layouts[dtypes] = SimKernel(
+                self.py_func, None, self.debug,
+                {name: dtype for name, dtype in zip(self.param_names, dtypes)
+                 if isinstance(dtype, np.dtype)})
+        self._sim = sim
+        return sim
 
     @property
     def static_shared_bytes(self) -> int:

@@ -52,13 +52,14 @@ def launch(backend: Any, kernel: CPUKernel, grid: Any, block: Any, args: tuple,
     opts = launch_options(options, backend.options) if options else backend.default_launch
     timeline = backend.modeled_timeline
     timeline.stream_id(opts.stream)  # a foreign stream is refused before anything runs
+    sim = kernel.select(args)  # its layout for these arguments' dtypes, where it depends on them
     grid3, block3, shared = _check_geometry(backend, kernel, grid, block, opts)
     _check_arguments(kernel, args)
     with timeline.launching():
         device_args, copies = _device_arguments(backend, kernel, args)
         recorder = opts.trace
         try:
-            result = run(kernel.sim, backend.memory, backend.workspace, tuple(device_args),
+            result = run(sim, backend.memory, backend.workspace, tuple(device_args),
                          grid=grid3, block=block3, dynamic_shared_bytes=shared,
                          checks=opts.checks, schedule=opts.schedule, seed=opts.seed,
                          watchdog_s=opts.watchdog_s,
@@ -125,7 +126,8 @@ def _check_geometry(backend: Any, kernel: CPUKernel, grid: Any, block: Any,
     kernel (a loop of small launches repeats it)."""
     key = None
     if _plain(grid) and _plain(block) and type(opts.dynamic_shared_bytes) is int:
-        key = (grid, block, opts.dynamic_shared_bytes, opts.checks["launch_limits"])
+        key = (grid, block, opts.dynamic_shared_bytes, opts.checks["launch_limits"],
+               kernel.static_shared_bytes)
         found = kernel.checked_geometry.get(key)
         if found is not None:
             return found

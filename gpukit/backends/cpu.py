@@ -31,7 +31,7 @@ from ..errors import (
 )
 from ..launches import LaunchRecord
 from ..sim.half import supported as supported_half
-from ..sim.kernel import SimKernel, python_function
+from ..sim.kernel import python_function
 from ..sim.launch import Workspace
 from ..sim.log import RecordLog
 from ..sim.memory import DeviceArray
@@ -319,7 +319,7 @@ class CPUBackend(Backend):
             self._kernels.move_to_end(key)
         else:
             try:
-                kernel = CPUKernel(SimKernel(py_func, signature, debug), self, signature)
+                kernel = CPUKernel(py_func, self, signature, debug)
             except SyntaxError as exc:  # source that parses only in context (a lambda, ...)
                 name = py_func.__name__
                 raise UnsupportedKernelError(

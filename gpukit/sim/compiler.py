@@ -64,53 +64,58 @@ def jit_options() -> dict[str, Any]:
 
 MAX_RECURSIVE_FRAME = 64 * 1024  # local memory per thread when device functions recurse
 
-RUNTIME: dict[str, Any] = {
-    P + "ld": access.ld, P + "ld_unraced": access.ld_unraced, P + "ld_bare": access.ld_bare,
-    P + "bounds_only": access.bounds_only, P + "st": access.st, P + "getattr": runtime.getattr_,
-    P + "setattr": runtime.setattr_, P + "mark": runtime.mark, P + "end": runtime.end,
-    P + "use": runtime.use, P + "use_vars": runtime.use_vars, P + "len": runtime.len_,
-    P + "raise_": runtime.raise_, P + "print_value": runtime.print_value,
-    P + "print_end": runtime.print_end, P + "shared_static_bytes": runtime.shared_static_bytes,
-    P + "tick": intrinsics.tick, P + "check_step": intrinsics.check_step,
-    P + "assert_": intrinsics.assert_, P + "floordiv": arith.floordiv,
-    P + "mod": arith.mod, P + "divmod_": arith.divmod_, P + "min_": arith.min_,
-    P + "max_": arith.max_,
-    P + "py_truediv": arith.py_truediv, P + "py_floordiv": arith.py_floordiv,
-    P + "py_mod": arith.py_mod, P + "py_divmod": arith.py_divmod, P + "round_to": intrinsics.round_to,
-    P + "shared_array": intrinsics.shared_array,
-    P + "dynamic_shared_array": intrinsics.dynamic_shared_array,
-    P + "local_array": intrinsics.local_array, P + "thread_frame": intrinsics.thread_frame,
-    P + "push_frame": intrinsics.push_frame, P + "pop_frame": intrinsics.pop_frame,
-    P + "grid": intrinsics.grid, P + "gridsize": intrinsics.gridsize,
-    P + "lanemask_lt": intrinsics.lanemask_lt, P + "nanosleep": intrinsics.nanosleep,
-    P + "laneid": intrinsics.laneid, P + "warpsize": intrinsics.warpsize,
-    P + "thread_idx": intrinsics.thread_idx, P + "block_idx": intrinsics.block_idx,
-    P + "block_dim": intrinsics.block_dim, P + "grid_dim": intrinsics.grid_dim,
-    P + "popc": intrinsics.popc, P + "brev": intrinsics.brev, P + "clz": intrinsics.clz,
-    P + "ffs": intrinsics.ffs, P + "fma": intrinsics.fma, P + "cbrt": intrinsics.cbrt,
-    P + "selp": intrinsics.selp, P + "fence": sync.fence, P + "put": sync.put,
-    P + "value": sync.value, P + "result_i32": sync.result_i32,
-    P + "result_u32": sync.result_u32, P + "result_bool": sync.result_bool,
-    P + "result2_bool": sync.result2_bool,
-    P + "bare": lowlevel.bare, P + "begin_block": sync.begin_block,
-    P + "begin_thread": sync.begin_thread, P + "begin_generators": sync.begin_generators,
-    P + "restore_thread": sync.restore_thread, P + "save_thread": sync.save_thread,
-    P + "pause_thread": sync.pause_thread, P + "keep": sync.keep, P + "reload": sync.reload,
-    P + "runnable": sync.runnable, P + "end_launch": sync.end_launch,
-    P + "returned": sync.returned, P + "thread_at": sync.thread_at, P + "resolve": sync.resolve,
-    P + "barrier": sync.barrier, P + "suspend_block": sync.suspend_block,
-    P + "resume_block": sync.resume_block, P + "grid_barrier": sync.grid_barrier,
-    P + "gen_sizeof": lowlevel.gen_sizeof, P + "gen_put": lowlevel.gen_put,
-    P + "gen_resume": lowlevel.gen_resume, "np": np, P + "NODESC": access.NODESC,
-    P + "desc": access.desc, P + "unraced": access.unraced, P + "count": runtime.count,
-}
+# what rewritten kernels call, by name (P + the key): the keys are plain strings so that ruff
+# (F601) refuses one given twice, which a dict silently resolves to the last (a bug once)
+RUNTIME: dict[str, Any] = {P + name: value for name, value in {
+    'ld': access.ld, 'ld_unraced': access.ld_unraced, 'ld_bare': access.ld_bare,
+    'bounds_only': access.bounds_only, 'st': access.st, 'getattr': runtime.getattr_,
+    'setattr': runtime.setattr_, 'mark': runtime.mark, 'end': runtime.end, 'use': runtime.use,
+    'use_vars': runtime.use_vars, 'len': runtime.len_, 'raise_': runtime.raise_,
+    'print_value': runtime.print_value, 'print_end': runtime.print_end,
+    'shared_static_bytes': runtime.shared_static_bytes, 'tick': intrinsics.tick,
+    'check_step': intrinsics.check_step, 'assert_': intrinsics.assert_, 'floordiv': arith.floordiv,
+    'mod': arith.mod, 'divmod_': arith.divmod_, 'min_': arith.min_, 'max_': arith.max_,
+    'py_truediv': arith.py_truediv, 'py_floordiv': arith.py_floordiv, 'py_mod': arith.py_mod,
+    'py_divmod': arith.py_divmod, 'round_to': intrinsics.round_to,
+    'shared_array': intrinsics.shared_array,
+    'dynamic_shared_array': intrinsics.dynamic_shared_array, 'local_array': intrinsics.local_array,
+    'thread_frame': intrinsics.thread_frame, 'push_frame': intrinsics.push_frame,
+    'pop_frame': intrinsics.pop_frame, 'grid': intrinsics.grid, 'gridsize': intrinsics.gridsize,
+    'lanemask_lt': intrinsics.lanemask_lt, 'nanosleep': intrinsics.nanosleep,
+    'laneid': intrinsics.laneid, 'warpsize': intrinsics.warpsize,
+    'thread_idx': intrinsics.thread_idx, 'block_idx': intrinsics.block_idx,
+    'block_dim': intrinsics.block_dim, 'grid_dim': intrinsics.grid_dim, 'popc': intrinsics.popc,
+    'brev': intrinsics.brev, 'clz': intrinsics.clz, 'ffs': intrinsics.ffs, 'fma': intrinsics.fma,
+    'cbrt': intrinsics.cbrt, 'selp': intrinsics.selp, 'fence': sync.fence, 'put': sync.put,
+    'value': sync.value, 'result_i32': sync.result_i32, 'result_u32': sync.result_u32,
+    'result_bool': sync.result_bool, 'result2_bool': sync.result2_bool, 'bare': lowlevel.bare,
+    'begin_block': sync.begin_block, 'begin_thread': sync.begin_thread,
+    'begin_generators': sync.begin_generators, 'restore_thread': sync.restore_thread,
+    'save_thread': sync.save_thread, 'pause_thread': sync.pause_thread, 'keep': sync.keep,
+    'reload': sync.reload, 'runnable': sync.runnable, 'end_launch': sync.end_launch,
+    'returned': sync.returned, 'thread_at': sync.thread_at, 'resolve': sync.resolve,
+    'barrier': sync.barrier, 'suspend_block': sync.suspend_block,
+    'resume_block': sync.resume_block, 'grid_barrier': sync.grid_barrier,
+    'gen_sizeof': lowlevel.gen_sizeof, 'gen_put': lowlevel.gen_put,
+    'gen_resume': lowlevel.gen_resume, 'NODESC': access.NODESC, 'desc': access.desc,
+    'unraced': access.unraced, 'count': runtime.count,
+}.items()}
+RUNTIME["np"] = np
+
+
+def _add(name: str, value: Any) -> None:
+    if name in RUNTIME:
+        raise RuntimeError(f"{name!r} is in the simulator's runtime table twice")
+    RUNTIME[name] = value
+
+
 for _axis in "xyz":
     for _what in ("tid", "bid", "bdim", "gdim"):
-        RUNTIME[f"{P}{_what}_{_axis}"] = getattr(intrinsics, f"{_what}_{_axis}")
+        _add(f"{P}{_what}_{_axis}", getattr(intrinsics, f"{_what}_{_axis}"))
 for _op, _fn in atomics.ATOMICS.items():
-    RUNTIME[f"{P}atomic_{_op}"] = _fn
+    _add(f"{P}atomic_{_op}", _fn)
 for _fp16, _fn in half.FP16.items():
-    RUNTIME[f"{P}fp16_{_fp16}"] = _fn
+    _add(f"{P}fp16_{_fp16}", _fn)
 
 
 @functools.cache
@@ -127,9 +132,10 @@ def runtime() -> dict[str, Any]:
 class KernelBuilder:
     """Rewrites one kernel and everything it calls into compilable units."""
 
-    def __init__(self, func: pytypes.FunctionType, debug: bool = False):
+    def __init__(self, func: pytypes.FunctionType, debug: bool = False,
+                 arg_dtypes: dict | None = None):
         self.func = func
-        self.build = Build(python_errors=debug)
+        self.build = Build(python_errors=debug, arg_dtypes=arg_dtypes)
         self._sync: dict[Any, bool] = {}
         self._units: dict[Any, Unit] = {}
         self._ids = itertools.count(1)

@@ -24,7 +24,7 @@ from .compiler import (
     jit_options,
     runtime,
 )
-from .transform import Unit
+from .transform import NeedsArgumentDtypes, Unit
 
 
 def python_function(kernel: Any) -> pytypes.FunctionType:
@@ -47,7 +47,12 @@ def is_device_function(kernel: Any) -> bool:
 class SimKernel:
     """A Numba CUDA kernel, rewritten and compiled for the simulator."""
 
-    def __init__(self, func: Any, signature: Any = None, debug: bool = False):
+    def __init__(self, func: Any, signature: Any = None, debug: bool = False,
+                 arg_dtypes: dict | None = None):
+        """`arg_dtypes`: the array arguments' dtypes by parameter name, for a kernel that
+        declares shared or local arrays with an argument's dtype (`dtype=a.dtype`); without
+        them (and without an eager signature, which gives them) such a kernel raises
+        `NeedsArgumentDtypes`, and is made again for each launch's dtypes."""
         self.py_func = python_function(func)
         self.name = self.py_func.__name__
         if self.name == "<lambda>":
@@ -58,7 +63,11 @@ class SimKernel:
         self.argtypes = eager_argtypes(signature)  # an eager signature's types, or None
         code = self.py_func.__code__
         self.param_names = code.co_varnames[:code.co_argcount]
-        builder = KernelBuilder(self.py_func, debug)  # debug: numba-cuda's debug=True
+        if arg_dtypes is None and self.argtypes is not None:
+            arg_dtypes = _array_dtypes(self.param_names, self.argtypes)
+        self.arg_dtypes = arg_dtypes
+        # debug: numba-cuda's debug=True
+        builder = KernelBuilder(self.py_func, debug, arg_dtypes)
         self.unit = builder.kernel()
         self.units = builder.units()
         build = builder.build
@@ -144,6 +153,14 @@ def eager_argtypes(signature: Any) -> tuple | None:
                                          f"void(...), not {signature!r}")
         return tuple(args)
     return None
+
+
+def _array_dtypes(names: tuple, argtypes: tuple) -> dict:
+    """The dtypes of the array parameters among Numba argument types."""
+    from numba.np.numpy_support import as_dtype
+
+    return {name: as_dtype(t.dtype) for name, t in zip(names, argtypes)
+            if isinstance(t, numba.types.Array)}
 
 
 def _call_depth(unit: Unit, active: tuple) -> int:
@@ -239,4 +256,4 @@ def _is_element_or_attr(value: ast.expr, name: str) -> bool:
     return not (isinstance(value, ast.Subscript) and _root(value) == name)  # may be a view
 
 
-__all__ = ["SimKernel", "UnsupportedKernelError", "names", "python_function"]
+__all__ = ["NeedsArgumentDtypes", "SimKernel", "UnsupportedKernelError", "names", "python_function"]

@@ -105,6 +105,11 @@ class Unit:
     counters: tuple[tuple[int, int], ...] = ()
 
 
+class NeedsArgumentDtypes(Exception):
+    """A shared or local array takes its dtype from a kernel argument (`dtype=a.dtype`): the
+    kernel is rewritten for each launch's argument dtypes (`Build.arg_dtypes`)."""
+
+
 @dataclass
 class Build:
     """Everything collected while rewriting one kernel and the functions it calls."""
@@ -126,6 +131,9 @@ class Build:
     # what the rewrite read but the generated code does not show (`alignment=` values): numba-
     # cuda's typing of the original function sees them, so the cache key must too
     unemitted: list = field(default_factory=list)
+    # the kernel's array arguments' dtypes by parameter name, for `dtype=a.dtype` in a shared or
+    # local array declaration; None: not known (the kernel is laid out for each launch's types)
+    arg_dtypes: dict | None = None
     counter: int = 0
 
     def fresh(self, base: str) -> str:
@@ -1251,6 +1259,8 @@ class _ExprRewriter(ast.NodeTransformer):
                            "<shape>", "eval")
             with contextlib.suppress(ArithmeticError, TypeError, ValueError, NameError):
                 return eval(code, {"__builtins__": {}}, {})  # constants only
+        if what == "dtype" and self._argument(node) is not None:
+            return self._argument_dtype(node, self._argument(node))
         if what == "dtype":  # numba-cuda knows an argument's dtype when it compiles
             raise self.rw._unsupported(node, (
                 "a dtype that is not a constant (numba-cuda also takes an argument's, such as "
@@ -1258,6 +1268,27 @@ class _ExprRewriter(ast.NodeTransformer):
                 "and local memory before it knows them: use a constant dtype)"))
         raise self.rw._unsupported(node, f"a {what} that is not a compile-time constant "
                                          "(numba-cuda needs constants here too)")
+
+    def _argument(self, node: ast.expr) -> str | None:
+        """The kernel parameter `node` takes the dtype of (`a.dtype`, `a` a parameter the kernel
+        never assigns), or None."""
+        rw = self.rw
+        if rw.is_kernel and isinstance(node, ast.Attribute) and node.attr == "dtype" and \
+                isinstance(node.value, ast.Name) and node.value.id in rw.params and \
+                node.value.id not in _assigned_names(rw.fn):
+            return node.value.id
+        return None
+
+    def _argument_dtype(self, node: ast.expr, name: str) -> Any:
+        dtypes = self.rw.build.arg_dtypes
+        if dtypes is None:
+            raise NeedsArgumentDtypes(name)
+        dtype = dtypes.get(name)
+        if dtype is None:
+            raise self.rw._unsupported(node, (
+                f"'{name}.dtype' where argument '{name}' is not an array (numba-cuda's typing "
+                "refuses it too)"))
+        return numba.from_dtype(dtype)
 
     def _array_args(self, node: ast.Call) -> tuple[Any, Any, int]:
         """(shape, dtype, the alignment its first element needs) of an array declaration."""
