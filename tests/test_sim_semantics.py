@@ -17,6 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from numba import cuda
 from numba.cuda.misc.special import literal_unroll  # numba-cuda's, as kernels import it
+from numba.cuda.tests.cudapy.extensions_usecases import struct_model_type  # numba-cuda's type
 
 from gpukit.backends.cpu import CPUBackend
 from gpukit.errors import (
@@ -748,8 +749,23 @@ def test_an_argument_dtype_that_is_not_an_arrays_is_refused(be):
             "is not supported")):
         run(be, dtype_of_a_scalar, 1, 1, np.zeros(2, np.float32), scalars=(3,))
     with pytest.raises(UnsupportedKernelError, match=re.escape(
-            "a dtype that is not a constant (numba-cuda also takes an argument's")):
+            "a dtype that is neither a constant nor `a.dtype` of an array parameter the kernel "
+            "does not reassign (numba-cuda needs one of these too) is not supported")):
         run(be, dtype_of_a_reassigned_argument, 1, 1, np.zeros(2), np.zeros(2))
+
+
+def local_array_of_an_extension_type(out):
+    arr = cuda.local.array(4, dtype=struct_model_type)  # noqa: F841
+    out[0] = 1
+
+
+def test_an_array_of_a_type_from_numbas_extension_api_is_refused_in_words(be):
+    # numba-cuda's own test type (installed with it): a StructModel type, no numpy dtype
+    with pytest.raises(UnsupportedKernelError, match=re.escape(
+            "an array of TestStructModelType, a type with no numpy dtype (a type made with "
+            "Numba's extension API, which numba-cuda lays out by its data model; the simulator "
+            "keeps arrays of numpy dtypes) is not supported")):
+        run(be, local_array_of_an_extension_type, 1, 1, np.zeros(1, np.int32))
 
 
 @cuda.jit(device=True)

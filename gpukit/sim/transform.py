@@ -1261,11 +1261,10 @@ class _ExprRewriter(ast.NodeTransformer):
                 return eval(code, {"__builtins__": {}}, {})  # constants only
         if what == "dtype" and self._argument(node) is not None:
             return self._argument_dtype(node, self._argument(node))
-        if what == "dtype":  # numba-cuda knows an argument's dtype when it compiles
+        if what == "dtype":
             raise self.rw._unsupported(node, (
-                "a dtype that is not a constant (numba-cuda also takes an argument's, such as "
-                "a.dtype, as it compiles for the launch's types; the simulator lays out shared "
-                "and local memory before it knows them: use a constant dtype)"))
+                "a dtype that is neither a constant nor `a.dtype` of an array parameter the "
+                "kernel does not reassign (numba-cuda needs one of these too)"))
         raise self.rw._unsupported(node, f"a {what} that is not a compile-time constant "
                                          "(numba-cuda needs constants here too)")
 
@@ -1300,6 +1299,13 @@ class _ExprRewriter(ast.NodeTransformer):
             raise self.rw._unsupported(node, "an array declaration without shape and dtype")
         shape = self._static_value(shape_node, "shape")
         dtype = self._static_value(dtype_node, "dtype")
+        try:
+            _np_dtype(dtype)
+        except (TypeError, numba.core.errors.NumbaNotImplementedError):
+            raise self.rw._unsupported(node, (
+                f"an array of {dtype}, a type with no numpy dtype (a type made with Numba's "
+                "extension API, which numba-cuda lays out by its data model; the simulator "
+                "keeps arrays of numpy dtypes)")) from None
         if isinstance(shape, (int, np.integer)):
             shape = (int(shape),)
         align_node = args[2] if len(args) > 2 else kw.get("alignment")
