@@ -4,10 +4,12 @@ device profiles, and host arrays passed straight to kernels."""
 
 from __future__ import annotations
 
+import gc
 import math
 import os
 import re
 import warnings
+import weakref
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -254,6 +256,21 @@ def test_a_freed_array_cannot_be_passed_to_a_kernel():
             backend.launch_kernel(double, 1, 32, array)
         with pytest.raises(InvalidDeviceArrayError, match="use after free"):
             array.host_view()
+
+
+def test_freeing_a_launched_array_gives_its_host_memory_back():
+    def double(a):
+        i = cuda.grid(1)
+        if i < a.shape[0]:
+            a[i] = a[i] * 2
+
+    backend = CPUBackend()
+    dev = backend.to_device(np.arange(1 << 16, dtype=np.float64))
+    backend.launch_kernel(double, 1 << 8, 1 << 8, dev)  # the launch keeps a view of its storage
+    storage = weakref.ref(dev.host_view().base)
+    backend.free(dev)  # `dev` itself lives on
+    gc.collect()
+    assert storage() is None
 
 
 def test_arrays_of_another_backend_are_refused():

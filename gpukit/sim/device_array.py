@@ -70,7 +70,6 @@ class DeviceArray:
         self.shape = tuple(int(s) for s in shape)
         self.strides = tuple(int(s) for s in strides)
         self.offset_bytes = int(offset_bytes)
-        self._host: np.ndarray | None = None  # host_view, made once (the storage never moves)
 
     # -- description -----------------------------------------------------------------------
     @property
@@ -162,11 +161,7 @@ class DeviceArray:
 
     def host_view(self) -> np.ndarray:
         """A numpy view of the device storage (the simulator's own access; not a copy)."""
-        buf = self.allocation.buffer()  # raises for a freed array
-        if self._host is None:
-            self._host = np.ndarray(self.shape, self.dtype, buffer=buf, offset=self.offset_bytes,
-                                    strides=self.strides)
-        return self._host
+        return self.allocation.view(self.shape, self.strides, self.offset_bytes)
 
     def element_offset(self) -> int:
         return self.offset_bytes // self.itemsize

@@ -79,6 +79,19 @@ class Allocation:
         self._readers: np.ndarray | None = None
         # where those arrays live, for the compiled code (asking numpy costs microseconds)
         self.address = self.init_mask_address = self.writers_address = self.readers_address = 0
+        self._views: dict[tuple, np.ndarray] = {}  # numpy views of the buffer, made once each
+
+    def view(self, shape: tuple[int, ...], strides: tuple[int, ...], offset: int) -> np.ndarray:
+        """A numpy view of the storage (kept: a loop of launches asks for the same ones; they
+        go when the allocation is released)."""
+        key = (shape, strides, offset)
+        found = self._views.get(key)
+        if found is None:
+            found = np.ndarray(shape, self.dtype, buffer=self.buffer(), offset=offset,
+                               strides=strides)
+            if len(self._views) < 64:
+                self._views[key] = found
+        return found
 
     def buffer(self) -> np.ndarray:
         """The flat storage, materialised (zero pages, committed by the OS on first write)."""
@@ -153,6 +166,7 @@ class Allocation:
             if records is not None:
                 self.memory.host_budget.give_back(self.count * 8)
         self._buffer = self._init_mask = self._writers = self._readers = None
+        self._views.clear()
         self.freed = True
 
 
