@@ -256,4 +256,5 @@ def _is_element_or_attr(value: ast.expr, name: str) -> bool:
     return not (isinstance(value, ast.Subscript) and _root(value) == name)  # may be a view
 
 
-__all__ = ["NeedsArgumentDtypes", "SimKernel", "UnsupportedKernelError", "names", "python_function"]
+__all__ = ["NeedsArgumentDtypes", "SimKernel", "UnsupportedKernelError", "names",
+           "python_function"]
