@@ -437,12 +437,10 @@ def _bind_array(kernel: SimKernel, memory: DeviceMemory, c: np.ndarray, infos: l
             f"argument '{name}' of kernel '{kernel.name}' lives on another backend's "
             "device; copy it to the host and to this backend's device first")
     if races and alloc.id in written:  # the records first: their error says how to avoid them
-        if alloc.writers_address == 0 or (alloc.readers_address == 0 and alloc.id in read):
-            alloc.race_records(alloc.id in read, f"'{name}'")
+        alloc.race_records(alloc.id in read, name)
         c[s + L.S_WREC], c[s + L.S_RREC] = alloc.writers_address, alloc.readers_address
     view = arg.host_view()  # materialises the storage
-    if uninit and not alloc.all_initialized:
-        alloc.init_mask()
+    if uninit and alloc.init_mask() is not None:
         c[s + L.S_INIT], c[s + L.S_INIT_KIND] = alloc.init_mask_address, L.INIT_BYTE
     base, itemsize = alloc.address, view.itemsize
     c[s + L.S_BASE], c[s + L.S_END] = base, base + max(alloc.nbytes, 1)

@@ -101,11 +101,6 @@ class Allocation:
             self.address = self._buffer.ctypes.data
         return self._buffer
 
-    @property
-    def all_initialized(self) -> bool:
-        """Whether every element has been written (the mask is then dropped)."""
-        return self._all_initialized
-
     def init_mask(self) -> np.ndarray | None:
         """Mask of written elements, or None when all are written."""
         if self._all_initialized:
@@ -116,10 +111,13 @@ class Allocation:
             self.init_mask_address = self._init_mask.ctypes.data
         return self._init_mask
 
-    def race_records(self, with_readers: bool, label: str = "an array") -> None:
+    def race_records(self, with_readers: bool, name: str = "") -> None:
         """Make the writer (and, when asked, reader) records of the race check (at
-        `writers_address`, `readers_address`): 8 bytes per element each, kept for the
-        allocation's life and invalidated by stamps, not by zeroing."""
+        `writers_address`, `readers_address`) of the argument called `name`: 8 bytes per
+        element each, kept for the allocation's life and invalidated by stamps, not by zeroing."""
+        if self._writers is not None and (self._readers is not None or not with_readers):
+            return  # made by an earlier launch (a loop of launches comes here every time)
+        label = f"'{name}'" if name else "an array"
         what = f"the race check's records of {label} (or pass checks={{'races': False}})"
         if self._writers is None:
             self.memory.host_budget.take(self.count * 8, what)
