@@ -66,7 +66,7 @@ class SimKernel:
         if arg_dtypes is None and self.argtypes is not None:
             arg_dtypes = _array_dtypes(self.param_names, self.argtypes)
         self.arg_dtypes = arg_dtypes
-        # debug: numba-cuda's debug=True
+        self.debug = debug  # numba-cuda's debug=True: Python's error model
         builder = KernelBuilder(self.py_func, debug, arg_dtypes)
         self.unit = builder.kernel()
         self.units = builder.units()

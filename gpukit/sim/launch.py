@@ -28,7 +28,7 @@ from .kernel import SimKernel
 from .lowlevel import Trap
 from .memory import DeviceArray, DeviceMemory
 from .regions import kept_types_agree
-from .report import ErrorContext, format_prints, kernel_error, raised_as
+from .report import ErrorContext, format_prints, kernel_error, python_exception
 
 STAMP_LIMIT = 1 << 31  # records keep 32-bit stamps: renumber long before they wrap
 PRINT_CAPACITY = 1 << 16  # print records per launch (a GPU's printf buffer is bounded too)
@@ -282,8 +282,7 @@ def _run(kernel: SimKernel, memory: DeviceMemory, workspace: Workspace, args: tu
                  kernel.sites)
     if error is not None:
         ctx = ErrorContext(kernel, c, infos, grid, block, watchdog_s)
-        exc = kernel_error(ctx) if error == "trap" else \
-            raised_as(type(error), f"{type(error).__name__}: {error}", kernel=kernel.name)
+        exc = kernel_error(ctx) if error == "trap" else python_exception(ctx, error)
         exc.partial_trace = trace  # the accesses recorded before the error (backend: exc.trace)
         raise exc from (None if error == "trap" else error)
     stats = _stats(kernel, c, dynamic_shared_bytes, infos, types)

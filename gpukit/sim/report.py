@@ -271,6 +271,19 @@ def kernel_error(ctx: ErrorContext) -> KernelError:
 _RAISED: dict[type, type] = {}
 
 
+def python_exception(ctx: ErrorContext, error: BaseException) -> KernelError:
+    """An exception Numba's compiled code raised in a kernel (a tuple indexed out of range, say),
+    as a KernelError of the same class that names the thread and block that raised it."""
+    c = ctx.c
+    where = {"kernel": ctx.kernel.name, "thread": ctx.thread(int(c[L.LT])),
+             "block": ctx.block_coords(int(c[L.BLIN]))}
+    msg = str(error) or type(error).__name__
+    if not ctx.kernel.debug:
+        msg += ("; on a GPU numba-cuda reports exceptions only from kernels compiled with "
+                "debug=True: without it the thread goes on with an undefined value")
+    return raised_as(type(error), msg, **where)
+
+
 def _raised(site: Site, kernel: str, where: dict) -> KernelError:
     """The exception a kernel's `raise` raised, as numba-cuda raises it on the host for a kernel
     compiled with debug=True (an instance of the kernel's class, its message prefixed with the
