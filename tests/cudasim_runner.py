@@ -21,7 +21,7 @@ def run_checks(checks: Path, report_dir: Path) -> tuple[dict[str, list[str]], st
     env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "1"}
     env.pop("GPUKIT_BACKEND", None)
     command = [sys.executable, "-m", "pytest", str(checks), "-q", "-p", "no:cacheprovider",
-               f"--junitxml={report}"]
+               "-o", "addopts=", f"--junitxml={report}"]  # not this repository's -n, nbval
     proc = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True,
                           timeout=600, check=False)
     output = f"$ {' '.join(command)}\n{proc.stdout}\n{proc.stderr}"

@@ -78,8 +78,9 @@ def _specifiers(requirements: list[str]) -> dict[str, str]:
 def _pyproject_requirements() -> list[str]:
     project = _load_toml(ROOT / "pyproject.toml")["project"]
     extras = project["optional-dependencies"]
-    nbval = [r for r in extras["test"] if _name(r) == "nbval"]
-    return [*project["dependencies"], *extras["cuda"], *extras["lab"], *nbval]
+    # what `pytest` needs in that environment: nbval (notebooks) and pytest-xdist (addopts' -n)
+    runner = [r for r in extras["test"] if _name(r) in ("nbval", "pytest-xdist")]
+    return [*project["dependencies"], *extras["cuda"], *extras["lab"], *runner]
 
 
 def _environment_requirements() -> tuple[list[str], list[str]]:
