@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import operator
 import sys
 from pathlib import Path
 
@@ -270,9 +271,9 @@ def _result_dtype(backend, kernel, x: np.ndarray, counts: np.ndarray) -> np.dtyp
     with an int64, ...), as the kernel's output: nothing is converted on the way out."""
     from numba import njit
 
-    op = {"shift_left": "<<", "shift_right": ">>", "int_floordiv": "//", "int_mod": "%"}
-    f = njit(eval(f"lambda a, b: a {op[kernel.__name__]} b"))  # noqa: S307 - our own text
-    return np.asarray(f(x[2], counts[2])).dtype
+    op = {"shift_left": operator.lshift, "shift_right": operator.rshift,
+          "int_floordiv": operator.floordiv, "int_mod": operator.mod}[kernel.__name__]
+    return np.asarray(njit(lambda a, b: op(a, b))(x[2], counts[2])).dtype
 
 
 def _same(x: np.ndarray, y: np.ndarray) -> np.ndarray:
