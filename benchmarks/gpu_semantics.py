@@ -30,104 +30,17 @@ EDGES = [0.0, -0.0, 1.0, -1.0, 2.5, -2.5, 3.0, 7.0, 0.1, -0.1, 1e10, 123456789.1
          -1e30, 1e300, 1e-300, 5e-324, 1e-40, math.inf, -math.inf, math.nan]
 
 
-def rem(a, b, out):
-    i = cuda.grid(1)
-    if i < a.size:
-        out[i] = a[i] % b[i]
+# (name, the operation on `x` and `y`, elements a[i] and b[i]): one kernel computes them all,
+# per float type
+BINARY = [("rem", "x % y"), ("floordiv", "x // y"), ("fmod", "math.fmod(x, y)"),
+          ("remainder", "math.remainder(x, y)"), ("min2", "min(x, y)"), ("max2", "max(x, y)"),
+          ("min3", "min(x, y, x)"), ("max3", "max(x, y, x)"),
+          ("min_mixed", "min(np.float32(x), y)"), ("max_mixed", "max(np.float32(x), y)"),
+          ("min_int", "min(i - 200, y)"), ("max_int", "max(i - 200, y)"),  # int64 with a float
+          ("modf_frac", "math.modf(x)[0]"), ("modf_int", "math.modf(x)[1]"),
+          ("copysign", "math.copysign(x, y)")]
+BINARY_OUTPUTS = [f"{n}/0" for n, _ in BINARY] + ["divmod_both/0", "divmod_both/1"]
 
-
-def floordiv(a, b, out):
-    i = cuda.grid(1)
-    if i < a.size:
-        out[i] = a[i] // b[i]
-
-
-def divmod_both(a, b, q, r):
-    i = cuda.grid(1)
-    if i < a.size:
-        q[i], r[i] = divmod(a[i], b[i])
-
-
-def fmod(a, b, out):
-    i = cuda.grid(1)
-    if i < a.size:
-        out[i] = math.fmod(a[i], b[i])
-
-
-def remainder(a, b, out):
-    i = cuda.grid(1)
-    if i < a.size:
-        out[i] = math.remainder(a[i], b[i])
-
-
-def min2(a, b, out):
-    i = cuda.grid(1)
-    if i < a.size:
-        out[i] = min(a[i], b[i])
-
-
-def max2(a, b, out):
-    i = cuda.grid(1)
-    if i < a.size:
-        out[i] = max(a[i], b[i])
-
-
-def min3(a, b, out):
-    i = cuda.grid(1)
-    if i < a.size:
-        out[i] = min(a[i], b[i], a[i])
-
-
-def max3(a, b, out):
-    i = cuda.grid(1)
-    if i < a.size:
-        out[i] = max(a[i], b[i], a[i])
-
-
-def min_mixed(a, b, out):  # float32 with float64
-    i = cuda.grid(1)
-    if i < a.size:
-        out[i] = min(np.float32(a[i]), b[i])
-
-
-def max_mixed(a, b, out):
-    i = cuda.grid(1)
-    if i < a.size:
-        out[i] = max(np.float32(a[i]), b[i])
-
-
-def min_int(a, b, out):  # an int64 with a float
-    i = cuda.grid(1)
-    if i < a.size:
-        out[i] = min(i - 200, b[i])
-
-
-def max_int(a, b, out):
-    i = cuda.grid(1)
-    if i < a.size:
-        out[i] = max(i - 200, b[i])
-
-
-def modf_frac(a, b, out):
-    i = cuda.grid(1)
-    if i < a.size:
-        out[i] = math.modf(a[i])[0]
-
-
-def modf_int(a, b, out):
-    i = cuda.grid(1)
-    if i < a.size:
-        out[i] = math.modf(a[i])[1]
-
-
-def copysign(a, b, out):
-    i = cuda.grid(1)
-    if i < a.size:
-        out[i] = math.copysign(a[i], b[i])
-
-
-BINARY = [rem, floordiv, fmod, remainder, min2, max2, min3, max3, min_mixed, max_mixed, min_int,
-          max_int, modf_frac, modf_int, copysign]
 
 # -- conversions of floats to integers: NaN, infinities and values out of the target's range ----
 CONVERT_EDGES = EDGES + [2147483647.5, -2147483648.5, 2147483648.0, -2147483649.0, 4294967295.5,
@@ -136,80 +49,35 @@ CONVERT_EDGES = EDGES + [2147483647.5, -2147483648.5, 2147483648.0, -2147483649.
 INTEGER_TYPES = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
 
 
-def _converter(name: str):
-    """A kernel converting each float of `a` to the integer type `name` (np.<name>(x))."""
-    namespace = {"cuda": cuda, "np": np}
-    exec(f"def to_{name}(a, out):\n"  # noqa: S102 - one kernel per integer type
-         "    i = cuda.grid(1)\n"
-         "    if i < a.size:\n"
-         f"        out[i] = np.{name}(a[i])\n", namespace)
-    return namespace[f"to_{name}"]
+def _kernel(name: str, params: list[str], lines: list[str]):
+    """A kernel that runs `lines` (with `i` its thread's element) for every element of params[0]."""
+    namespace = {"cuda": cuda, "np": np, "math": math}
+    body = "".join(f"        {line}\n" for line in lines)
+    exec(f"def {name}({', '.join(params)}):\n"  # noqa: S102 - our own text, one kernel per family
+         f"    i = cuda.grid(1)\n    if i < {params[0]}.size:\n{body}", namespace)
+    return namespace[name]
 
 
-def int_builtin(a, out):  # int(x): int64
-    i = cuda.grid(1)
-    if i < a.size:
-        out[i] = int(a[i])
+# (name, the conversion of `x`, the result's dtype): one kernel makes them all, per float type
+CONVERSIONS = [(f"to_{t}", f"np.{t}(x)", t) for t in INTEGER_TYPES] + [
+    ("int_builtin", "int(x)", "int64"), ("floor_int", "math.floor(x)", "int64"),  # Numba: int64
+    ("ceil_int", "math.ceil(x)", "int64"), ("round_int", "round(x)", "int64"),
+    ("store_int32", "x", "int32")]  # a float stored into an int32 array: the implicit conversion
+binary_all = _kernel(
+    "binary_all", ["a", "b", *(f"o{k}" for k in range(len(BINARY_OUTPUTS)))],
+    ["x = a[i]", "y = b[i]", *(f"o{k}[i] = {e}" for k, (_, e) in enumerate(BINARY)),
+     f"o{len(BINARY)}[i], o{len(BINARY) + 1}[i] = divmod(x, y)"])
+convert_all = _kernel("convert_all", ["a", *(f"o_{n}" for n, _, _ in CONVERSIONS)],
+                      ["x = a[i]", *(f"o_{n}[i] = {e}" for n, e, _ in CONVERSIONS)])
 
-
-def floor_int(a, out):  # math.floor of a float is an int64 in Numba
-    i = cuda.grid(1)
-    if i < a.size:
-        out[i] = math.floor(a[i])
-
-
-def ceil_int(a, out):
-    i = cuda.grid(1)
-    if i < a.size:
-        out[i] = math.ceil(a[i])
-
-
-def round_int(a, out):  # round(x) with one argument: an int64
-    i = cuda.grid(1)
-    if i < a.size:
-        out[i] = round(a[i])
-
-
-def store_int32(a, out):  # a float stored into an int32 array: the implicit conversion
-    i = cuda.grid(1)
-    if i < a.size:
-        out[i] = a[i]
-
-
-# (kernel, output dtype): every float input of CONVERT_EDGES, in float32 and float64
-CONVERSIONS = [(_converter(name), name) for name in INTEGER_TYPES] + [
-    (int_builtin, "int64"), (floor_int, "int64"), (ceil_int, "int64"), (round_int, "int64"),
-    (store_int32, "int32")]
-
-# -- shifts by counts at and past the operand's width, and negative ones -------------------------
+# -- shifts by counts at and past the operand's width (and negative ones); integer division by
+# zero without debug=True. One kernel, per integer type of both operands --------------------
 SHIFT_VALUES = [1, -8, 5, 0x7F, -1, 123456789]
 SHIFT_COUNTS = [-1, 0, 1, 7, 8, 15, 16, 31, 32, 33, 63, 64, 65, 200]
-
-
-def shift_left(x, s, out):
-    i = cuda.grid(1)
-    if i < x.size:
-        out[i] = x[i] << s[i]
-
-
-def shift_right(x, s, out):
-    i = cuda.grid(1)
-    if i < x.size:
-        out[i] = x[i] >> s[i]
-
-
-# -- integer division by zero without debug=True (the thread's exception is dropped) ----------
-def int_floordiv(x, s, out):
-    i = cuda.grid(1)
-    if i < x.size:
-        out[i] = x[i] // s[i]
-
-
-def int_mod(x, s, out):
-    i = cuda.grid(1)
-    if i < x.size:
-        out[i] = x[i] % s[i]
-
+INT_OPS = [("shift_left", operator.lshift, "<<"), ("shift_right", operator.rshift, ">>"),
+           ("int_floordiv", operator.floordiv, "//"), ("int_mod", operator.mod, "%")]
+int_ops = _kernel("int_ops", ["x", "s", *(f"o_{n}" for n, _, _ in INT_OPS)],
+                  [f"o_{n}[i] = x[i] {symbol} s[i]" for n, _, symbol in INT_OPS])
 
 SENTINEL = 77  # integer outputs start at this value: a thread that stops early leaves it
 
@@ -221,58 +89,53 @@ def run(backend_name: str, out: Path) -> None:
         with np.errstate(over="ignore"):  # 1e300 is inf in float32, as intended
             a = np.repeat(np.array(EDGES), len(EDGES)).astype(dtype)
             b = np.tile(np.array(EDGES), len(EDGES)).astype(dtype)
-        results[f"{np.dtype(dtype).name}/a"], results[f"{np.dtype(dtype).name}/b"] = a, b
-        for kernel in [*BINARY, divmod_both]:
-            outs = [backend.to_device(np.zeros_like(a))
-                    for _ in range(2 if kernel is divmod_both else 1)]
-            try:
-                backend.launch_kernel(kernel, (a.size + 127) // 128, 128, backend.to_device(a),
-                                      backend.to_device(b), *outs)
-            except Exception as exc:  # noqa: BLE001 - recorded
-                results[f"{np.dtype(dtype).name}/{kernel.__name__}/error"] = np.array(str(exc))
-                continue
-            for k, o in enumerate(outs):
-                results[f"{np.dtype(dtype).name}/{kernel.__name__}/{k}"] = backend.to_host(o)
+        key = np.dtype(dtype).name
+        results[f"{key}/a"], results[f"{key}/b"] = a, b
+        outs = [np.zeros_like(a) for _ in BINARY_OUTPUTS]
+        _launch(backend, results, [f"{key}/{n}" for n in BINARY_OUTPUTS], binary_all, [a, b],
+                outs)
     for dtype in (np.float32, np.float64):
         a = np.array(CONVERT_EDGES, dtype=np.float64)
         with np.errstate(over="ignore"):
             a = a.astype(dtype)
         key = f"convert/{np.dtype(dtype).name}"
         results[f"{key}/a"] = a
-        for kernel, to in CONVERSIONS:
-            _launch(backend, results, f"{key}/{kernel.__name__}", kernel, a,
-                    np.full(a.size, SENTINEL, dtype=to))
+        _launch(backend, results, [f"{key}/{n}/0" for n, _, _ in CONVERSIONS], convert_all, [a],
+                [np.full(a.size, SENTINEL, dtype=to) for _, _, to in CONVERSIONS])
     for dtype in ("int32", "int64", "uint32", "uint64"):
         x = np.repeat(np.array(SHIFT_VALUES), len(SHIFT_COUNTS)).astype(dtype)
         counts = np.tile(np.array(SHIFT_COUNTS), len(SHIFT_VALUES)).astype(dtype)
         key = f"int/{dtype}"
         results[f"{key}/a"], results[f"{key}/b"] = x, counts
-        for kernel in (shift_left, shift_right, int_floordiv, int_mod):
-            out_dtype = _result_dtype(backend, kernel, x, counts)
-            _launch(backend, results, f"{key}/{kernel.__name__}", kernel, x, counts,
-                    np.full(x.size, SENTINEL, dtype=out_dtype))
+        outs = [np.full(x.size, SENTINEL, dtype=_result_dtype(op, x, counts))
+                for _, op, _ in INT_OPS]
+        _launch(backend, results, [f"{key}/{n}/0" for n, _, _ in INT_OPS], int_ops, [x, counts],
+                outs)
     np.savez(out, **results)
     print(f"{backend.name}: {len(results)} arrays in {out}")
 
 
-def _launch(backend, results: dict, key: str, kernel, *arrays: np.ndarray) -> None:
-    """Launch `kernel` on the arrays (the last one its output) and record the output."""
-    ins = [backend.to_device(v) for v in arrays]
+def _launch(backend, results: dict, keys: list[str], kernel, ins: list[np.ndarray],
+            outs: list[np.ndarray]) -> None:
+    """Launch `kernel` on the inputs and outputs and record each output under its key. The
+    simulator's division-by-zero check stays off: what is measured is the value a GPU gives."""
+    device = [backend.to_device(v) for v in [*ins, *outs]]
+    options = {"checks": {"division_by_zero": False}} if backend.name == "cpu" else {}
     try:
-        backend.launch_kernel(kernel, (arrays[0].size + 127) // 128, 128, *ins)
+        backend.launch_kernel(kernel, (ins[0].size + 127) // 128, 128, *device, **options)
     except Exception as exc:  # noqa: BLE001 - recorded
-        results[f"{key}/error"] = np.array(str(exc))
+        for key in keys:
+            results[f"{key.rsplit('/', 1)[0]}/error"] = np.array(str(exc))
         return
-    results[f"{key}/0"] = backend.to_host(ins[-1])
+    for key, out in zip(keys, device[len(ins):]):
+        results[key] = backend.to_host(out)
 
 
-def _result_dtype(backend, kernel, x: np.ndarray, counts: np.ndarray) -> np.dtype:
-    """The dtype Numba gives `x[i] op s[i]` (int64 for int32 operands, float64 for a uint64
-    with an int64, ...), as the kernel's output: nothing is converted on the way out."""
+def _result_dtype(op, x: np.ndarray, counts: np.ndarray) -> np.dtype:
+    """The dtype Numba gives `x[i] op s[i]` (int64 for int32 operands, ...), as the kernel's
+    output: nothing is converted on the way out."""
     from numba import njit
 
-    op = {"shift_left": operator.lshift, "shift_right": operator.rshift,
-          "int_floordiv": operator.floordiv, "int_mod": operator.mod}[kernel.__name__]
     return np.asarray(njit(lambda a, b: op(a, b))(x[2], counts[2])).dtype
 
 
