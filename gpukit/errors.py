@@ -149,7 +149,8 @@ class UninitializedMemoryError(KernelError):
 
 
 class KernelArithmeticError(KernelError, ZeroDivisionError):
-    """Integer division or modulo by zero inside a kernel (a GPU silently gives garbage)."""
+    """Integer division or modulo by zero inside a kernel (on a GPU numba-cuda silently makes
+    the result 0)."""
 
 
 class KernelTimeoutError(KernelError, TimeoutError):

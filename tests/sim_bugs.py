@@ -462,7 +462,7 @@ bug(name="integer_division_by_zero", kernel=per_element_ratio, grid=2, block=32,
     args=lambda be: (_arange(be, 64, np.int32), _divisors(be), _zeros(be, 64, np.int32)),
     error=KernelArithmeticError, thread=(5, 0, 0), block_idx=(1, 0, 0),
     check="division_by_zero", silent_when_off=True,
-    message=r"integer division by zero in 'a\[i\] // b\[i\]' \(a GPU returns a meaningless value")
+    message=r"integer division by zero in 'a\[i\] // b\[i\]' \(on a GPU numba-cuda makes it 0")
 
 
 def bucket_of(a, out, buckets):

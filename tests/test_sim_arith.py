@@ -1,14 +1,19 @@
-"""Division and min/max in simulated kernels give what a GPU gives (gpukit.sim.arith).
+"""Division, min/max, shifts and float-to-integer conversions in simulated kernels give what a
+GPU gives (gpukit.sim.arith, gpukit.sim.conversions).
 
-`tests/data/h200_float_semantics.npz` is `python benchmarks/gpu_semantics.py run --backend cuda`
-on an NVIDIA H200 with numba-cuda 0.30.4 (benchmarks/GPU.md): float `%`, `//`, `divmod`,
-`math.fmod`, `math.remainder`, `math.modf`, `math.copysign` and `min`/`max` in several forms, over
-every pair of 21 edge values, in float32 and float64. The simulator must give the same bits.
+`tests/data/h200_semantics.npz` is `python benchmarks/gpu_semantics.py run --backend cuda` on an
+NVIDIA H200 with numba-cuda 0.30.4 (benchmarks/GPU.md), saved again with `np.savez_compressed`:
+float `%`, `//`, `divmod`, `math.fmod`, `math.remainder`, `math.modf`, `math.copysign` and
+`min`/`max` in several forms over every pair of 21 edge values, float32 and float64 converted to
+every integer type (constructors, `int`, `math.floor`/`ceil`, `round`, a store), and `<<`, `>>`,
+`//` and `%` of four integer types with counts past the width and zero divisors. The simulator
+must give the same bits.
 """
 
 from __future__ import annotations
 
 import math
+import platform
 from pathlib import Path
 
 import numba
@@ -21,7 +26,7 @@ from numba import cuda
 from benchmarks import gpu_semantics
 from gpukit.backends.cpu import CPUBackend
 
-H200 = Path(__file__).with_name("data") / "h200_float_semantics.npz"
+H200 = Path(__file__).with_name("data") / "h200_semantics.npz"
 INF, NAN = math.inf, math.nan
 
 
@@ -93,6 +98,69 @@ def test_other_min_forms_keep_pythons_rules(be):
 def test_numba_njit_code_keeps_the_cpus_rules():
     assert math.isnan(numba.njit(lambda a, b: min(a, b))(NAN, 1.0))
     assert numba.njit(lambda a, b: a % b)(5.0, INF) == 5.0
+
+
+def conversions(a, i32, u8, floor, rounded):
+    i = cuda.grid(1)
+    if i < a.size:
+        i32[i] = np.int32(a[i])
+        u8[i] = np.uint8(a[i])
+        floor[i] = math.floor(a[i])
+        rounded[i] = round(a[i])
+
+
+def convert(be, a):
+    outs = [be.to_device(np.zeros(a.size, d)) for d in (np.int32, np.uint8, np.int64, np.int64)]
+    be.launch_kernel(conversions, 1, 32, be.to_device(a), *outs)
+    return [be.to_host(o).tolist() for o in outs]
+
+
+I32, I64 = np.iinfo(np.int32), np.iinfo(np.int64)
+
+
+def test_floats_convert_to_integers_saturating_as_a_gpu_does(be):
+    i32, u8, floor, rounded = convert(be, np.array([NAN, INF, -INF, 1e10, -1e10, 300.7, -2.5]))
+    assert i32 == [I32.min, I32.max, I32.min, I32.max, I32.min, 300, -2]
+    assert u8 == [0, 255, 0, 255, 0, 44, 0]  # 16 bits saturated, then the low byte
+    assert floor == [I64.min, I64.max, I64.min, 10**10, -10**10, 300, -3]
+    assert rounded == [I64.min, I64.max, I64.min, 10**10, -10**10, 301, -2]
+
+
+def test_a_float32_nan_converts_to_zero_below_64_bits(be):
+    i32, u8, floor, rounded = convert(be, np.array([NAN], np.float32))
+    assert (i32, u8, floor, rounded) == ([0], [0], [I64.min], [I64.min])
+
+
+def shifts(x, s, left, right, by_three):
+    i = cuda.grid(1)
+    if i < x.size:
+        left[i] = x[i] << s[i]
+        right[i] = x[i] >> s[i]
+        by_three[i] = x[i] << 3
+
+
+def test_counts_past_the_width_shift_everything_out(be):
+    x, s = np.array([1, -8, 5, 1, -8]), np.array([63, 64, 70, -1, 2])
+    outs = [be.to_device(np.zeros(5, np.int64)) for _ in range(3)]
+    be.launch_kernel(shifts, 1, 5, be.to_device(x), be.to_device(s), *outs)
+    left, right, by_three = (be.to_host(o).tolist() for o in outs)
+    assert left == [I64.min, 0, 0, 0, -32]
+    assert right == [0, -1, 0, 0, -2]  # an arithmetic shift out leaves the sign
+    assert by_three == [8, -64, 40, 8, -64]
+
+
+def test_unsigned_shifts_out_leave_zero(be):
+    x, s = np.array([2**64 - 8, 5], np.uint64), np.array([64, 1], np.uint64)
+    outs = [be.to_device(np.zeros(2, np.uint64)) for _ in range(3)]
+    be.launch_kernel(shifts, 1, 2, be.to_device(x), be.to_device(s), *outs)
+    assert [be.to_host(o).tolist() for o in outs] == [[0, 10], [0, 2], [2**64 - 64, 40]]
+
+
+@pytest.mark.skipif(platform.machine() not in ("x86_64", "AMD64"),
+                    reason="x86's own conversion of an out-of-range float is what is checked")
+def test_numba_njit_conversions_keep_the_cpus_rules(be):
+    convert(be, np.array([1e10]))  # the simulator has compiled its conversions
+    assert numba.njit(lambda x: np.int32(x))(1e10) == I32.min  # x86's "integer indefinite"
 
 
 def integer_division(a, b, out):

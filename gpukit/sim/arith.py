@@ -1,9 +1,11 @@
-"""Division and `min`/`max` in kernels: checked, and with the results a GPU gives.
+"""Division, `min`/`max` and shifts in kernels: checked, and with the results a GPU gives.
 
 The transform replaces `a // b`, `a % b` and `divmod(a, b)` with `floordiv(_g_c, a, b, site)`,
-`mod(...)` and `divmod_(...)`: an integer zero divisor is an error while the check is on (a GPU
-gives garbage), and a kernel compiled with `debug=True` gets `py_truediv` and friends, numba-cuda's
-Python error model (any zero divisor raises ZeroDivisionError, floats too).
+`mod(...)` and `divmod_(...)`: an integer zero divisor is an error while the check is on (on a
+GPU numba-cuda makes the result 0 and runs on; with the check off the simulator does the same),
+and a kernel compiled with `debug=True` gets `py_truediv` and friends, numba-cuda's Python error
+model (any zero divisor raises ZeroDivisionError, floats too). `a << b` and `a >> b` become
+`shl(a, b)` and `shr(a, b)` (see the end of this module).
 
 Floats are computed as a GPU computes them where Numba's CPU target would differ. Measured on an
 NVIDIA H200 with numba-cuda 0.30.4 over every pair of edge values (`benchmarks/gpu_semantics.py`,
@@ -246,3 +248,35 @@ def _min_max(builtin: Any) -> Any:
 
 overload(max_, jit_options={'forceinline': True})(_min_max(max))
 overload(min_, jit_options={'forceinline': True})(_min_max(min))
+
+
+# -- shifts: a count past the width shifts everything out ----------------------------------------
+# Numba shifts in 64 bits (the result's type is int64 or uint64, by the left operand's sign) and
+# leaves a count outside 0..63 to LLVM, for which it is undefined: x86 takes the count modulo 64
+# (`1 << 64 == 1`), a GPU's shl and shr take it as unsigned and shift everything out (`1 << 64`,
+# `1 << -1` and `5 >> 70` are 0, `-8 >> 64` is -1). Measured on an H200 (gpu_semantics.py).
+def shl(a, b):
+    """a << b."""
+
+
+def shr(a, b):
+    """a >> b."""
+
+
+def _shift(right: bool) -> Any:
+    def ol(a, b):
+        if not (isinstance(a, types.Integer) and isinstance(b, types.Integer)):
+            return (lambda a, b: a >> b) if right else (lambda a, b: a << b)
+        fill = right and a.signed  # an arithmetic shift out fills with the sign bit
+
+        def impl(a, b):
+            if b < 0 or b >= 64:
+                z = a << 0  # Numba's result type, which only the left operand decides
+                return z >> 63 if fill else z - z
+            return a >> b if right else a << b
+        return impl
+    return ol
+
+
+overload(shl, jit_options={'forceinline': True})(_shift(False))
+overload(shr, jit_options={'forceinline': True})(_shift(True))

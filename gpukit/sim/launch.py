@@ -23,6 +23,7 @@ from ..errors import InvalidDeviceArrayError, UnsupportedKernelError
 from . import cache
 from . import layout as L
 from .compiler import cuda_typecheck
+from .conversions import gpu_casts
 from .eager import c_convert
 from .kernel import SimKernel
 from .lowlevel import Trap
@@ -327,7 +328,7 @@ def _compiled_driver(kernel: SimKernel, values: list) -> tuple[Any, tuple, tuple
                     kernel.without_regions()  # a kept variable changes type across a barrier
                     driver = kernel.driver
             kernel.checked_signatures.add(sig)
-        with cache.quiet_cache_warnings():
+        with cache.quiet_cache_warnings(), gpu_casts():
             try:
                 driver.compile(full)
             except numba.core.errors.TypingError:

@@ -194,10 +194,10 @@ def kernel_error(ctx: ErrorContext) -> KernelError:
             msg = (f"{op} by zero in '{text}': the kernel was compiled with debug=True, under "
                    "which numba-cuda uses Python's error model: a zero divisor raises "
                    "ZeroDivisionError, floats too (without debug=True a float result is inf or "
-                   "nan, and an integer one meaningless); guard the divisor")
+                   "nan, and an integer one 0); guard the divisor")
             return KernelArithmeticError(msg, **where)
-        msg = (f"integer {op} by zero in '{text}' (a GPU returns a meaningless value without "
-               "any error); guard the divisor")
+        msg = (f"integer {op} by zero in '{text}' (on a GPU numba-cuda makes it 0, without any "
+               "error, which hides the bug); guard the divisor")
         return KernelArithmeticError(msg, **where)
     if code == L.E_BARRIER:
         what = _barrier_name(text)

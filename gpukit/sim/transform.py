@@ -570,6 +570,9 @@ class UnitRewriter:
     site_checks_undef = True
 
     def _binop(self, op: ast.operator, left: ast.expr, right: ast.expr, node: ast.AST):
+        shift = {ast.LShift: "shl", ast.RShift: "shr"}.get(type(op))
+        if shift is not None:  # counts past the width as a GPU shifts them (sim.arith)
+            return _call(P + shift, left, right)
         helper = {ast.FloorDiv: "floordiv", ast.Mod: "mod"}.get(type(op))
         if self.build.python_errors:  # numba-cuda's debug=True: Python's error model
             helper = {ast.Div: "py_truediv", ast.FloorDiv: "py_floordiv",
@@ -1222,6 +1225,8 @@ class _ExprRewriter(ast.NodeTransformer):
             return _call(P + obj.__name__ + "_", *self._args(node))  # libdevice's fmin/fmax
         if obj is round and len(node.args) == 2 and not node.keywords:
             return _call(P + "round_to", *self._args(node))  # numba-cuda's rounding of floats
+        if obj is round and len(node.args) == 1 and not node.keywords:
+            return _call(P + "round_int", *self._args(node))  # converted as a GPU converts
         func = self._static(static, node.func) if not isinstance(node.func, ast.Name) \
             else self.visit_Name(node.func)
         return ast.Call(func=func, args=self._args(node),
