@@ -14,7 +14,8 @@ outputs. `gpu` launches every kernel with numba-cuda twice: as numba-cuda compil
 contracts a multiply and an add into one fused multiply-add, rounding once: `-fma=1`, its
 default) and with `-fma=0`. `compare` sorts each kernel: equal bit for bit; equal only without
 contraction (the documented exception); different where the kernel calls a `math` function
-(libdevice's results differ from the CPU's by an ulp or so: the other documented exception); or
+(libdevice's results differ from the CPU's by an ulp or so, grown to at most ULPS units in the
+last place by what the kernel computes from them: the other documented exception); or
 unexplained, which is a simulator bug, printed in full.
 """
 
@@ -149,10 +150,30 @@ def on_gpu(directory: Path, out: Path, workers: int) -> None:
 
 def _equal(a: np.ndarray, b: np.ndarray) -> bool:
     if a.dtype.kind == "f":
-        both_nan = np.isnan(a) & np.isnan(b)
-        return bool(np.all(both_nan | (a.view(np.uint8).reshape(len(a), -1)
-                                        == b.view(np.uint8).reshape(len(b), -1)).all(axis=1)))
+        return bool(np.all(_equal_each(a, b)))
     return bool(np.array_equal(a, b))
+
+
+ULPS = 1024  # a libdevice function's last bit, grown by what the kernel computes from it
+
+
+def _near(sim: list[np.ndarray], gpu: list[np.ndarray]) -> bool:
+    """Whether every float output is within ULPS units in the last place of the GPU's (NaN
+    equal to NaN): a larger difference is no libdevice rounding, however many `math` calls the
+    kernel makes (NVVM folding Numba's float-remainder sign check was one such, in 6 kernels)."""
+    for s, g in zip(sim, gpu):
+        if s.dtype.kind != "f":
+            continue
+        same = _equal_each(s, g)
+        ints = f"i{s.itemsize}"
+        apart = np.abs(s.view(ints).astype(np.int64) - g.view(ints).astype(np.int64))
+        if np.any(~same & (apart > ULPS)):
+            return False
+    return True
+
+
+def _equal_each(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return (np.isnan(a) & np.isnan(b)) | (a.view(f"u{a.itemsize}") == b.view(f"u{b.itemsize}"))
 
 
 def resimulate(directory: Path, kept: list[dict]) -> None:
@@ -195,7 +216,7 @@ def compare(directory: Path, results_dir: Path, again: bool = False) -> dict:
             verdict = "equal bit for bit"
         elif same[1]:
             verdict = "equal without FMA contraction"
-        elif case["uses_math"]:
+        elif case["uses_math"] and _near(case["simulator"], result[True]):
             verdict = "differs: calls math functions (libdevice)"
         else:
             verdict = "differs: unexplained"

@@ -87,6 +87,22 @@ def python_rules(a, b, lo3, lo_int):
         lo_int[i] = min(i, b[i])  # an int with a float: also Python's
 
 
+def unsigned_remainder(a, out):
+    i = cuda.grid(1)
+    if i < a.size:
+        out[i] = a[i] % 0.1
+
+
+def test_an_unsigned_dividends_float_remainder_keeps_nvvms_sign(be):
+    # the GPU's values for these dividends, from the differential tester's run on an H200: NVVM
+    # knows an unsigned dividend is not negative and drops Numba's sign correction
+    a = np.array([131073, 4294967295, 44, 7], np.uint32)
+    out = be.to_device(np.zeros(4))
+    be.launch_kernel(unsigned_remainder, 1, 4, be.to_device(a), out)
+    assert bits(be.to_host(out)) == bits([-7.276013125334657e-12, -2.3841857904605135e-07,
+                                          -2.4424906541753444e-15, -3.885780586188048e-16])
+
+
 def test_other_min_forms_keep_pythons_rules(be):
     a, b = np.array([NAN, 1.0]), np.array([1.0, NAN])
     outs = [be.to_device(np.zeros(2)) for _ in range(2)]

@@ -44,13 +44,20 @@ def _frem(x, y):
 
 
 @register_jitable
-def _float_divmod(x, y, one, half):
+def _float_divmod(x, y, one, half, unsigned):
     """Numba's float divmod (real_divmod_func_body in numba/cpython/numbers.py) around `_frem`,
-    for a nonzero `y`; `one` and `half` have the operands' type, so float32 stays float32."""
+    for a nonzero `y`; `one` and `half` have the operands' type, so float32 stays float32.
+
+    `unsigned`: the dividend was an unsigned integer or a boolean. LLVM's `frem` keeps the
+    dividend's sign, so for a dividend it knows is not negative NVVM folds Numba's `rem < 0` to
+    False, and the sign correction never runs, though its fma-based remainder can come out
+    negative: on an H200 `np.uint32(131073) % 0.1` is -7.3e-12 (0.0999999999927 by Python's
+    rule). NVVM may prove other dividends not negative too (`abs(x)`, a thread index, by its
+    range), which the simulator does not follow: those keep the correction here."""
     rem = _frem(x, y)
     div = (x - rem) / y
     if rem != 0:  # nonzero or NaN: the remainder takes the divisor's sign
-        if (y < 0) != (rem < 0):
+        if (y < 0) != (rem < 0 and not unsigned):
             div = div - one
             rem = rem + y
     else:
@@ -103,11 +110,12 @@ def gpu_division(op: Any, a: types.Type, b: types.Type) -> Any:
         return op
     one, half = cast(1.0), cast(0.5)
     pick = {operator.floordiv: _first, operator.mod: _second}.get(op, _both)
+    unsigned = isinstance(a, types.Boolean) or (isinstance(a, types.Integer) and not a.signed)
 
     @register_jitable
     def f(x, y):
         return op(cast(x), cast(y)) if y == 0 else pick(_float_divmod(cast(x), cast(y), one,
-                                                                      half))
+                                                                      half, unsigned))
     return f
 
 
