@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
-from numba import cuda
+from numba import cuda, njit
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -79,6 +79,14 @@ INT_OPS = [("shift_left", operator.lshift, "<<"), ("shift_right", operator.rshif
 int_ops = _kernel("int_ops", ["x", "s", *(f"o_{n}" for n, _, _ in INT_OPS)],
                   [f"o_{n}[i] = x[i] {symbol} s[i]" for n, _, symbol in INT_OPS])
 
+# -- unary operators on small integers (Numba negates before it widens: `-x` of an int16 is an
+# int64 computed in 16 bits) ----------------------------------------------------------------
+UNARY_TYPES = ("int8", "int16", "int32", "uint8", "uint16", "uint32")
+UNARY_OPS = [("neg", operator.neg, "-x[i]"), ("pos", operator.pos, "+x[i]"),
+             ("invert", operator.invert, "~x[i]"), ("abs", abs, "abs(x[i])")]
+unary_ops = _kernel("unary_ops", ["x", *(f"o_{n}" for n, _, _ in UNARY_OPS)],
+                    [f"o_{n}[i] = {e}" for n, _, e in UNARY_OPS])
+
 SENTINEL = 77  # integer outputs start at this value: a thread that stops early leaves it
 
 
@@ -111,6 +119,15 @@ def run(backend_name: str, out: Path) -> None:
                 for _, op, _ in INT_OPS]
         _launch(backend, results, [f"{key}/{n}/0" for n, _, _ in INT_OPS], int_ops, [x, counts],
                 outs)
+    for dtype in UNARY_TYPES:
+        info = np.iinfo(dtype)
+        x = np.array([info.min, info.min + 1, -1 if info.min else 2, 0, 1, info.max - 1,
+                      info.max], dtype=dtype)
+        key = f"unary/{dtype}"
+        results[f"{key}/a"] = x
+        outs = [np.full(x.size, SENTINEL, dtype=_unary_dtype(op, x)) for _, op, _ in UNARY_OPS]
+        _launch(backend, results, [f"{key}/{n}/0" for n, _, _ in UNARY_OPS], unary_ops, [x],
+                outs)
     np.savez(out, **results)
     print(f"{backend.name}: {len(results)} arrays in {out}")
 
@@ -134,9 +151,12 @@ def _launch(backend, results: dict, keys: list[str], kernel, ins: list[np.ndarra
 def _result_dtype(op, x: np.ndarray, counts: np.ndarray) -> np.dtype:
     """The dtype Numba gives `x[i] op s[i]` (int64 for int32 operands, ...), as the kernel's
     output: nothing is converted on the way out."""
-    from numba import njit
-
     return np.asarray(njit(lambda a, b: op(a, b))(x[2], counts[2])).dtype
+
+
+def _unary_dtype(op, x: np.ndarray) -> np.dtype:
+    """The dtype Numba gives `op(x[i])` (int64 for `-x` of an int16, ...)."""
+    return np.asarray(njit(lambda v: op(v))(x[0])).dtype
 
 
 def _same(x: np.ndarray, y: np.ndarray) -> np.ndarray:
