@@ -12,9 +12,10 @@
   and result types are asked of numba-cuda's typing context) and whose value is the CPU's.
   These functions are exact in IEEE arithmetic except the transcendental ones, whose last bit is
   the C library's on the CPU (and libdevice's on a GPU, which is out of scope here).
-- Float `%`, `//` and `divmod`, and `min`/`max` of two floats, compute otherwise on a GPU (NVVM's
-  `frem`, libdevice's fmin/fmax: gpukit/sim/arith.py): the oracle's source calls them through
-  ORACLE_BINARY (`oracle_operators`).
+- Float `%`, `//` and `divmod`, `min`/`max` of two floats, and `-x` and `abs(x)` of an int16
+  compute otherwise on a GPU (NVVM's `frem`, libdevice's fmin/fmax, NVVM widening an int16
+  before it negates: gpukit/sim/arith.py): the oracle's source calls them through ORACLE_BINARY
+  (`oracle_operators`).
 - `round(x, ndigits)` of a float is `ORACLE_ROUND`: numba-cuda lowers it with CPython's
   fallback `double_round` (scale by 10**ndigits in double precision, round half to even, scale
   back); Numba's CPU target scales in x's own type, so float32 values can differ.
@@ -280,6 +281,7 @@ def _oracle_binaries() -> dict[str, Callable]:
            for name, op in ops.items()}
     for name, builtin in (("cu_min", min), ("cu_max", max)):
         out[name] = _gpu_binary(name, lambda a, b, f=builtin: arith.gpu_min_max(f, a, b))
+    out["cu_neg"], out["cu_abs"] = arith.neg, arith.abs_  # one operand: the simulator's own
     return out
 
 
@@ -287,11 +289,18 @@ ORACLE_BINARY: dict[str, Callable] = _oracle_binaries()
 
 
 class OracleOperators(ast.NodeTransformer):
-    """Rewrites `a // b`, `a % b` (also augmented), `divmod(a, b)`, `min(a, b)` and `max(a, b)`
-    in the oracle's source as calls of ORACLE_BINARY's stand-ins."""
+    """Rewrites `a // b`, `a % b` (also augmented), `divmod(a, b)`, `min(a, b)`, `max(a, b)`,
+    `-x` and `abs(x)` in the oracle's source as calls of ORACLE_BINARY's stand-ins."""
 
     _OPS: ClassVar[dict] = {ast.FloorDiv: "cu_floordiv", ast.Mod: "cu_mod"}
     _CALLS: ClassVar[dict] = {"divmod": "cu_divmod", "min": "cu_min", "max": "cu_max"}
+
+    def visit_UnaryOp(self, node: ast.UnaryOp) -> ast.AST:
+        self.generic_visit(node)
+        if not isinstance(node.op, ast.USub) or isinstance(node.operand, ast.Constant):
+            return node
+        return ast.Call(func=ast.Name(id="cu_neg", ctx=ast.Load()), args=[node.operand],
+                        keywords=[])
 
     def visit_BinOp(self, node: ast.BinOp) -> ast.AST:
         self.generic_visit(node)
@@ -314,6 +323,9 @@ class OracleOperators(ast.NodeTransformer):
         if (isinstance(node.func, ast.Name) and node.func.id in self._CALLS
                 and len(node.args) == 2 and not node.keywords):
             node.func = ast.Name(id=self._CALLS[node.func.id], ctx=ast.Load())
+        if (isinstance(node.func, ast.Name) and node.func.id == "abs" and len(node.args) == 1
+                and not node.keywords):
+            node.func = ast.Name(id="cu_abs", ctx=ast.Load())
         return node
 
 

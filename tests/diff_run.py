@@ -108,7 +108,8 @@ def render(program: Program) -> tuple[str, str]:
     oracle = [*HEADER, "from diff_oracle import ORACLE_BINARY, ORACLE_MATH, ORACLE_ROUND", "",
               "cu_round = ORACLE_ROUND"]
     oracle += [f'{name} = ORACLE_BINARY["{name}"]' for name in ("cu_floordiv", "cu_mod",
-                                                                "cu_divmod", "cu_min", "cu_max")]
+                                                                "cu_divmod", "cu_min", "cu_max",
+                                                                "cu_neg", "cu_abs")]
     oracle += [f'cu_{name} = ORACLE_MATH["{name}"]' for name in used]
     for dev in program.devices:
         oracle += ["", "", '@numba.njit(error_model="numpy")',

@@ -142,6 +142,15 @@ def test_the_same_program_over_other_input_dtypes_is_compared_in_its_own_types(
         assert outcome.result_dtypes == [want]
 
 
+def test_the_oracle_negates_an_int16_as_the_gpu_does(workdir: Path, backend: Backend):
+    # an H200 run of generated kernels found `-x1` of the int16 -32768: 32768 on the GPU (the
+    # simulator now too), -32768 in Numba's CPU code, so the oracle takes the GPU's rule
+    case = fixed(["int16"], ["r0 = (-x0)", "r1 = (-(x0 + 1))"], [("r0", "i"), ("r1", "i")],
+                 [[-32768, 5, -7]])
+    outcome = run_case(case, workdir, backend)
+    assert outcome.status == "ok", outcome.report(case)
+
+
 def test_a_wrong_oracle_value_is_caught(workdir: Path, backend: Backend):
     def plant(values: list[tuple]) -> list[tuple]:
         values[3] = (values[3][0], values[3][1] + 1, values[3][2])

@@ -5,9 +5,9 @@ GPU gives (gpukit.sim.arith, gpukit.sim.conversions).
 NVIDIA H200 with numba-cuda 0.30.4 (benchmarks/GPU.md), saved again with `np.savez_compressed`:
 float `%`, `//`, `divmod`, `math.fmod`, `math.remainder`, `math.modf`, `math.copysign` and
 `min`/`max` in several forms over every pair of 21 edge values, float32 and float64 converted to
-every integer type (constructors, `int`, `math.floor`/`ceil`, `round`, a store), and `<<`, `>>`,
-`//` and `%` of four integer types with counts past the width and zero divisors. The simulator
-must give the same bits.
+every integer type (constructors, `int`, `math.floor`/`ceil`, `round`, a store), `<<`, `>>`,
+`//` and `%` of four integer types with counts past the width and zero divisors, and unary `-`,
+`+`, `~` and `abs()` of small integers at their ends. The simulator must give the same bits.
 """
 
 from __future__ import annotations
@@ -177,6 +177,22 @@ def test_unsigned_shifts_out_leave_zero(be):
 def test_numba_njit_conversions_keep_the_cpus_rules(be):
     convert(be, np.array([1e10]))  # the simulator has compiled its conversions
     assert numba.njit(lambda x: np.int32(x))(1e10) == I32.min  # x86's "integer indefinite"
+
+
+def negations(a, neg, absolute):
+    i = cuda.grid(1)
+    if i < a.size:
+        neg[i] = -a[i]
+        absolute[i] = abs(a[i])
+
+
+@pytest.mark.parametrize("dtype, lowest", [(np.int16, 32768), (np.int8, -128),
+                                           (np.int32, -2**31)])
+def test_only_an_int16_negates_past_its_range_as_on_an_h200(be, dtype, lowest):
+    a = np.array([np.iinfo(dtype).min, -5], dtype)
+    outs = [be.to_device(np.zeros(2, np.int64)) for _ in range(2)]
+    be.launch_kernel(negations, 1, 2, be.to_device(a), *outs)
+    assert [be.to_host(o).tolist() for o in outs] == [[lowest, 5], [lowest, 5]]
 
 
 def integer_division(a, b, out):

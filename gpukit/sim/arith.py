@@ -288,3 +288,32 @@ def _shift(right: bool) -> Any:
 
 overload(shl, jit_options={'forceinline': True})(_shift(False))
 overload(shr, jit_options={'forceinline': True})(_shift(True))
+
+
+# -- negation of an int16: NVVM widens first -------------------------------------------------------
+# Numba negates an integer in its own width and then widens the result to int64 ("negate before
+# upcasting"), so on a CPU `-x` and `abs(x)` of the int16 -32768 are -32768, as for int8's -128
+# and int32's -2**31. On an H200 they are 32768 for an int16 (NVVM keeps an int16 in a 32-bit
+# register), and still wrap for 8 and 32 bits (gpu_semantics.py, unary family). The transform
+# replaces `-x` and `abs(x)` with these. (numba-cuda types `abs()` of an int16 as an int16; the
+# simulator's CPU code, like Numba's, as an int64, which holds the GPU's 32768.)
+def neg(x):
+    """-x."""
+
+
+def abs_(x):
+    """abs(x)."""
+
+
+def _int16(x: types.Type) -> bool:
+    return isinstance(x, types.Integer) and x.signed and x.bitwidth == 16
+
+
+@overload(neg, jit_options={'forceinline': True})
+def _ol_neg(x):
+    return (lambda x: -np.int64(x)) if _int16(x) else (lambda x: -x)
+
+
+@overload(abs_, jit_options={'forceinline': True})
+def _ol_abs(x):
+    return (lambda x: abs(np.int64(x))) if _int16(x) else (lambda x: abs(x))

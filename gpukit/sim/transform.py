@@ -1150,6 +1150,13 @@ class _ExprRewriter(ast.NodeTransformer):
         left, right = self.visit(node.left), self.visit(node.right)
         return self.rw._binop(node.op, left, right, node)
 
+    def visit_UnaryOp(self, node: ast.UnaryOp) -> ast.AST:
+        operand = self.visit(node.operand)
+        if isinstance(node.op, ast.USub) and not isinstance(node.operand, ast.Constant):
+            return _call(P + "neg", operand)  # an int16 is negated as a GPU does (sim.arith)
+        node.operand = operand
+        return node
+
     def visit_Call(self, node: ast.Call) -> ast.AST:
         static = self.rw.resolve(node.func)
         if static is not None:
@@ -1225,6 +1232,8 @@ class _ExprRewriter(ast.NodeTransformer):
             return _call(P + obj.__name__ + "_", *self._args(node))  # libdevice's fmin/fmax
         if obj is round and len(node.args) == 2 and not node.keywords:
             return _call(P + "round_to", *self._args(node))  # numba-cuda's rounding of floats
+        if obj is abs and len(node.args) == 1 and not node.keywords:
+            return _call(P + "abs_", *self._args(node))  # an int16 as a GPU does (sim.arith)
         if obj is round and len(node.args) == 1 and not node.keywords:
             return _call(P + "round_int", *self._args(node))  # converted as a GPU converts
         func = self._static(static, node.func) if not isinstance(node.func, ast.Name) \
