@@ -266,6 +266,32 @@ def test_a_reductions_stride_is_computed_once_by_the_block():
     assert "\n        stride = _g_floordiv(_g_c, stride, 2, " in source
 
 
+def shifted_sum(a, out):
+    s = cuda.shared.array(256, np.float32)
+    t = cuda.threadIdx.x
+    s[t] = a[cuda.grid(1)]
+    cuda.syncthreads()
+    step = cuda.blockDim.x >> 1
+    while step > 0:
+        if t < step:
+            s[t] += s[t + step]
+        cuda.syncthreads()
+        step >>= 1
+    if t == 0:
+        out[cuda.blockIdx.x] = -s[0]
+
+
+def test_a_stride_halved_by_a_shift_is_the_blocks_too():
+    # `>>`, unary `-` and friends become calls of the simulator's operators (sim.arith): pure
+    # calls, which keep a value uniform
+    be = CPUBackend()
+    kernel = be.compile_kernel(shifted_sum)
+    assert kernel.sim.regions and kernel.sim.unit.region_vars == ("t",)
+    out = be.to_device(np.zeros(4, np.float32))
+    be.launch_kernel(kernel, 4, 256, be.to_device(np.ones(1024, np.float32)), out)
+    assert be.to_host(out).tolist() == [-256.0] * 4
+
+
 def test_a_uniform_value_between_threads_statements_stays_per_thread():
     be = CPUBackend()
     kernel = be.compile_kernel(uniform_mid_region)

@@ -44,8 +44,11 @@ from .transform import CTX, P, _assign, _call, _const, _name
 # `python -m benchmarks.regions` turns it off, to measure what it saves
 BLOCK_LEVEL_VALUES = True
 _ACCUMULATOR = re.compile(P + r"(n\d+|ticks)")  # transform.UnitRewriter.prologue's counters
+# the transform's stand-ins for operators that compute as a GPU does (sim.arith, sim.conversions):
+# pure, and they cannot fail
+_OPERATORS = ("min_", "max_", "shl", "shr", "neg", "abs_", "round_int")
 _BLOCK_UNIFORM_CALLS = frozenset(P + n for n in (
-    "floordiv", "mod", "min_", "max_", "shared_array", "dynamic_shared_array", "block_idx",
+    "floordiv", "mod", *_OPERATORS, "shared_array", "dynamic_shared_array", "block_idx",
     "block_dim", "grid_dim", "gridsize", "warpsize", "len",
     *(f"{what}_{axis}" for what in ("bid", "bdim", "gdim") for axis in "xyz")))
 
@@ -300,7 +303,7 @@ def _uniform_control(stmts: list[ast.stmt], varying: set[str]) -> bool:
 
 # -- values the block computes once ------------------------------------------------------------
 _SAFE_CALLS = frozenset(P + n for n in (
-    "min_", "max_", "shared_array", "block_idx", "block_dim", "grid_dim", "gridsize", "warpsize",
+    *_OPERATORS, "shared_array", "block_idx", "block_dim", "grid_dim", "gridsize", "warpsize",
     "len",
     *(f"{what}_{axis}" for what in ("bid", "bdim", "gdim") for axis in "xyz")))
 
