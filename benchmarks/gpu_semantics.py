@@ -115,7 +115,7 @@ def run(backend_name: str, out: Path) -> None:
         counts = np.tile(np.array(SHIFT_COUNTS), len(SHIFT_VALUES)).astype(dtype)
         key = f"int/{dtype}"
         results[f"{key}/a"], results[f"{key}/b"] = x, counts
-        outs = [np.full(x.size, SENTINEL, dtype=_result_dtype(op, x, counts))
+        outs = [np.full(x.size, SENTINEL, dtype=_result_dtype(op, x[2], counts[2]))
                 for _, op, _ in INT_OPS]
         _launch(backend, results, [f"{key}/{n}/0" for n, _, _ in INT_OPS], int_ops, [x, counts],
                 outs)
@@ -125,7 +125,7 @@ def run(backend_name: str, out: Path) -> None:
                       info.max], dtype=dtype)
         key = f"unary/{dtype}"
         results[f"{key}/a"] = x
-        outs = [np.full(x.size, SENTINEL, dtype=_unary_dtype(op, x)) for _, op, _ in UNARY_OPS]
+        outs = [np.full(x.size, SENTINEL, dtype=_result_dtype(op, x[0])) for _, op, _ in UNARY_OPS]
         _launch(backend, results, [f"{key}/{n}/0" for n, _, _ in UNARY_OPS], unary_ops, [x],
                 outs)
     np.savez(out, **results)
@@ -148,15 +148,11 @@ def _launch(backend, results: dict, keys: list[str], kernel, ins: list[np.ndarra
         results[key] = backend.to_host(out)
 
 
-def _result_dtype(op, x: np.ndarray, counts: np.ndarray) -> np.dtype:
-    """The dtype Numba gives `x[i] op s[i]` (int64 for int32 operands, ...), as the kernel's
-    output: nothing is converted on the way out."""
-    return np.asarray(njit(lambda a, b: op(a, b))(x[2], counts[2])).dtype
-
-
-def _unary_dtype(op, x: np.ndarray) -> np.dtype:
-    """The dtype Numba gives `op(x[i])` (int64 for `-x` of an int16, ...)."""
-    return np.asarray(njit(lambda v: op(v))(x[0])).dtype
+def _result_dtype(op, *values) -> np.dtype:
+    """The dtype Numba gives `op(*values)` (int64 for `x << s` of int32s, for `-x` of an int16,
+    ...), as the kernel's output: nothing is converted on the way out."""
+    f = njit(lambda a: op(a)) if len(values) == 1 else njit(lambda a, b: op(a, b))
+    return np.asarray(f(*values)).dtype
 
 
 def _same(x: np.ndarray, y: np.ndarray) -> np.ndarray:
