@@ -281,3 +281,120 @@ def test_numba_cudas_library_kernels_find_the_simulated_device_through_the_drive
     d_t = cuda.device_array_like(a.T)
     transpose(cuda.to_device(a), d_t)
     np.testing.assert_array_equal(d_t.copy_to_host(), a.T)
+
+
+class Wrapper:
+    """Another library's array: only a CUDA Array Interface (as CuPy's or PyTorch's are)."""
+
+    def __init__(self, interface: dict):
+        self.__cuda_array_interface__ = interface
+
+
+def test_an_array_interface_into_simulated_memory_is_a_view_of_that_memory(sim):
+    host = np.arange(12, dtype=np.float64)
+    d = cuda.to_device(host)
+    wrapped = cuda.as_cuda_array(Wrapper(d.__cuda_array_interface__))
+    assert wrapped is not d and wrapped.shape == (12,) and wrapped.dtype == np.float64
+    assert wrapped.device_ctypes_pointer.value == d.device_ctypes_pointer.value
+    strided = cuda.as_cuda_array(Wrapper(d[1::3].__cuda_array_interface__))
+    np.testing.assert_array_equal(strided.copy_to_host(), host[1::3])
+    backwards = cuda.from_cuda_array_interface(d[::-1].__cuda_array_interface__)
+    np.testing.assert_array_equal(backwards.copy_to_host(), host[::-1])
+
+    @cuda.jit
+    def add(arr, val):
+        i = cuda.grid(1)
+        if i < arr.size:
+            arr[i] += val
+
+    add[1, 16](Wrapper(d[2:6].__cuda_array_interface__), 100.0)  # a launch takes one too
+    expected = host.copy()
+    expected[2:6] += 100
+    np.testing.assert_array_equal(d.copy_to_host(), expected)
+    np.testing.assert_array_equal(wrapped.copy_to_host(), expected)
+    empty = cuda.as_cuda_array(Wrapper(cuda.device_array(0).__cuda_array_interface__))
+    assert empty.shape == (0,) and empty.__cuda_array_interface__["data"][0] == 0
+
+
+def test_an_imported_view_keeps_the_memory_alive(sim):
+    context = cuda.current_context()
+    d = cuda.to_device(np.arange(100))
+    view = cuda.as_cuda_array(Wrapper(d.__cuda_array_interface__))
+    free_before = context.get_memory_info().free
+    del d
+    gc.collect()
+    assert context.get_memory_info().free == free_before
+    np.testing.assert_array_equal(view.copy_to_host(), np.arange(100))
+    del view
+    gc.collect()
+    assert context.get_memory_info().free > free_before
+    assert context.memory_manager.deallocations is context.deallocations
+
+
+def test_numbas_own_device_array_over_gpu_data_launches_with_its_strides(sim):
+    host = np.array([2.5, 7.0])
+    d = cuda.to_device(host)
+    assert int(d.gpu_data.device_pointer) == d.__cuda_array_interface__["data"][0]
+    assert int(d[1:].gpu_data) == int(d.gpu_data) + 8 == int(d.gpu_data.view(8))
+    broadcast = DeviceNDArray(shape=(5,), strides=(0,), dtype=d.dtype,
+                              gpu_data=d[1:].gpu_data)  # numba's gufuncs build these
+    out = cuda.device_array(5)
+
+    @cuda.jit
+    def copy(src, dst):
+        i = cuda.grid(1)
+        if i < dst.size:
+            dst[i] = src[i]
+
+    copy[1, 8](broadcast, out)
+    np.testing.assert_array_equal(out.copy_to_host(), np.full(5, 7.0))
+
+
+def test_an_array_interface_stream_becomes_the_arrays_stream(sim):
+    s = cuda.stream()
+    d = cuda.device_array(10, stream=s)
+    assert d.__cuda_array_interface__["stream"] == s.handle
+    view = cuda.as_cuda_array(Wrapper(d.__cuda_array_interface__))
+    assert view.stream.external and view.stream.handle == s.handle
+    assert cuda.as_cuda_array(Wrapper(cuda.device_array(3).__cuda_array_interface__)).stream == 0
+    other = cuda.external_stream(12345)  # a handle no simulated stream has: a new stream
+    assert other.external and other.handle != 12345
+
+
+def test_array_interfaces_the_simulation_cannot_take_are_refused_in_words(sim):
+    d = cuda.to_device(np.arange(8, dtype=np.int32))
+    interface = d.__cuda_array_interface__
+    with pytest.raises(NotImplementedError, match="^Masked arrays are not supported$"):
+        cuda.from_cuda_array_interface({**interface, "mask": d})
+    with pytest.raises(TypeError, match=r"^a Wrapper lives in memory the simulated device does "
+                                        r"not hold \(real GPU memory, or freed\)"):
+        cuda.as_cuda_array(Wrapper({**interface, "data": (np.zeros(8).ctypes.data, False)}))
+    with pytest.raises(TypeError, match=r"^a Wrapper reads the simulated device's int32 array "
+                                        r"as float32; the simulator keeps"):
+        cuda.as_cuda_array(Wrapper({**interface, "typestr": "<f4"}))
+    with pytest.raises(TypeError, match=r"^a Wrapper describes bytes 0\.\.36 of a 32-byte "
+                                        r"simulated allocation: not a view of it$"):
+        cuda.as_cuda_array(Wrapper({**interface, "shape": (9,)}))
+    with pytest.raises(TypeError, match=r"^\*obj\* doesn't implement the cuda array interface"):
+        cuda.as_cuda_array(np.zeros(3))
+    del d
+    gc.collect()
+    with pytest.raises(TypeError, match="lives in memory the simulated device does not hold"):
+        cuda.as_cuda_array(Wrapper(interface))
+
+
+def test_numba_cudas_typing_error_comes_before_what_the_simulator_lacks(sim):
+    from numba.cuda.core.errors import TypingError
+
+    @cuda.guvectorize(["void(int32[:], int32[:])"], "(n)->(n)")
+    def gufunc_copy(a, b):
+        for i in range(a.shape[0]):
+            b[i] = a[i]
+
+    @cuda.jit
+    def calls_a_gufunc(a, b):
+        return gufunc_copy(a, b)  # the simulator would refuse the return; numba the call
+
+    a = np.arange(4, dtype=np.int32)
+    with pytest.raises(TypingError, match="Untyped global name 'gufunc_copy'"):
+        calls_a_gufunc[1, 1](a, np.zeros_like(a))

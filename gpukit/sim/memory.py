@@ -226,6 +226,14 @@ class DeviceMemory:
         self.used_bytes -= alloc.reserved_bytes
         alloc.release()
 
+    def find(self, address: int) -> Allocation | None:
+        """The live allocation whose storage holds byte `address` (a pointer handed out by a
+        device array's `__cuda_array_interface__`), or None."""
+        for alloc in self.live.values():
+            if alloc.address and alloc.address <= address < alloc.address + alloc.nbytes:
+                return alloc
+        return None
+
     def record_transfer(self, direction: str, nbytes: int, pinned: bool = False,
                         implicit: bool = False, stream: Any = None) -> TransferRecord:
         """Log one copy (`stream` places it on a timeline in `TimelineMemory`; unused here)."""

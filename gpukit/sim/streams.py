@@ -117,6 +117,8 @@ class SimEvent:
 class SimStream:
     """A simulated CUDA stream: pass it as `stream=` to copies and launches, or k[g, b, s]."""
 
+    external = False  # True for one made from a handle (numba-cuda's `cuda.external_stream`)
+
     def __init__(self, timeline: Timeline, stream_id: int):
         self.timeline, self.id = timeline, stream_id
 
@@ -215,6 +217,7 @@ class Timeline:
         self.profile = profile
         self.events = RecordLog(limit=max_events)  # the latest events (gpukit.sim.log)
         self._ids = itertools.count(1)
+        self.streams_made = 0
         self._held: list[tuple] | None = None
         self.reset()
 
@@ -226,7 +229,17 @@ class Timeline:
         self.engine_free: dict[str, float] = {}
 
     def new_stream(self) -> SimStream:
-        return SimStream(self, next(self._ids))
+        self.streams_made = next(self._ids)
+        return SimStream(self, self.streams_made)
+
+    def external_stream(self, handle: int) -> SimStream:
+        """A stream from a handle (`int(stream)`, as the CUDA Array Interface passes it): the
+        same stream when one of this timeline's streams has that number, else a new one."""
+        handle = int(handle)
+        stream = SimStream(self, handle) if 0 < handle <= self.streams_made else \
+            self.new_stream()
+        stream.external = True
+        return stream
 
     def stream_id(self, stream: Any) -> int:
         """0 for the default stream (None or 0), the id of one of this timeline's streams."""

@@ -34,6 +34,33 @@ def _free(memory: Any, alloc: Any) -> None:
         memory.release(alloc)
 
 
+# each allocation's owner while an array over it lives (by allocation id), so that an array
+# imported by its address (`import_interface`) keeps the same memory alive
+_OWNERS: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
+
+
+class SimPointer:
+    """numba-cuda's `MemoryPointer` for simulated memory (a device array's `gpu_data`): the
+    address of the array's first element, which `cuda.as_cuda_array`, kernel arguments and
+    numba's own `DeviceNDArray(..., gpu_data=...)` turn back into the simulated array. It keeps
+    the memory alive while it lives."""
+
+    def __init__(self, address: int, size: int, owner: _Owner):
+        self.device_pointer_value = self.handle = self.device_pointer = int(address)
+        self.size, self.owner = int(size), owner
+
+    @property
+    def device_ctypes_pointer(self) -> ctypes.c_void_p:
+        return ctypes.c_void_p(self.device_pointer or None)
+
+    def view(self, start: int, stop: int | None = None) -> SimPointer:
+        stop = self.size if stop is None else stop
+        return SimPointer(self.device_pointer + start, stop - start, self.owner)
+
+    def __int__(self) -> int:
+        return self.device_pointer
+
+
 class SimNDArray(DeviceArray, DeviceNDArray):
     """A numba-cuda device array on the simulated device (what `cuda.to_device` returns while
     simulation mode is on)."""
@@ -67,6 +94,12 @@ class SimNDArray(DeviceArray, DeviceNDArray):
     @property
     def device_ctypes_pointer(self) -> ctypes.c_void_p:
         return ctypes.c_void_p(self.__cuda_array_interface__["data"][0] or None)
+
+    @property
+    def gpu_data(self) -> SimPointer:
+        address = self.__cuda_array_interface__["data"][0]
+        return SimPointer(address, self.alloc_size - self.offset_bytes if address else 0,
+                          self._owner)
 
     @property
     def __cuda_array_interface__(self) -> dict[str, Any]:
@@ -246,11 +279,47 @@ def new_array(memory: Any, context: Any, shape: Any, dtype: Any, *, strides: Any
     strides = strides_for(shape, dtype.itemsize, order, strides)
     count = _extent(shape, strides, dtype.itemsize) if math.prod(shape) else 0
     alloc = memory.allocate(count, dtype, initialized=initialized)
-    owner = _Owner()
+    owner = _OWNERS[alloc.id] = _Owner()
     deallocations = context.deallocations if context is not None else None
     finalizer = weakref.finalize(owner, _collect, deallocations, memory, alloc)
     finalizer.atexit = False
     return SimNDArray(alloc, shape, strides, owner=owner, stream=stream)
+
+
+def import_interface(memory: Any, interface: dict[str, Any], what: str,
+                     stream: Any = 0) -> SimNDArray | None:
+    """The simulated array a CUDA Array Interface describes (`what` names its maker in
+    errors): a view of the allocation that holds its pointer, sharing that memory's owner.
+    None for an empty array (a null pointer). TypeError for memory the simulation does not
+    hold, a dtype other than the allocation's or a view past its end."""
+    if interface.get("mask") is not None:
+        raise NotImplementedError("Masked arrays are not supported")
+    shape = tuple(int(n) for n in interface["shape"])
+    dtype = np.dtype(interface["typestr"])
+    address = int(interface["data"][0] or 0)
+    if address == 0 or math.prod(shape) == 0:
+        return None
+    strides = interface.get("strides")
+    strides = strides_for(shape, dtype.itemsize) if strides is None else \
+        tuple(int(s) for s in strides)
+    alloc = memory.find(address)
+    owner = _OWNERS.get(alloc.id) if alloc is not None else None
+    if owner is None:
+        raise TypeError(
+            f"{what} lives in memory the simulated device does not hold (real GPU memory, or "
+            "freed); copy it to the host and pass the numpy array (or cuda.to_device it) while "
+            "gpukit's simulation mode is on")
+    if dtype != alloc.dtype:
+        raise TypeError(f"{what} reads the simulated device's {alloc.dtype} array as "
+                        f"{dtype}; the simulator keeps each allocation's dtype (copy it to the "
+                        "host to reinterpret it)")
+    offset = address - alloc.address
+    low = offset + sum((n - 1) * s for n, s in zip(shape, strides) if s < 0)
+    high = offset + sum((n - 1) * s for n, s in zip(shape, strides) if s > 0) + dtype.itemsize
+    if low < 0 or high > alloc.nbytes or offset % dtype.itemsize:
+        raise TypeError(f"{what} describes bytes {low}..{high} of a {alloc.nbytes}-byte "
+                        "simulated allocation: not a view of it")
+    return SimNDArray(alloc, shape, strides, offset, owner=owner, stream=stream)
 
 
 def _collect(deallocations: Any, memory: Any, alloc: Any) -> None:

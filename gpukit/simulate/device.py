@@ -164,6 +164,13 @@ class SimContext:
     def id(self) -> int:
         return self.device.id
 
+    @property
+    def memory_manager(self) -> SimContext:
+        """numba-cuda's `context.memory_manager`: the context itself offers what that object
+        does on the simulated device (`deallocations`, `get_memory_info`, `defer_cleanup`,
+        `reset`)."""
+        return self
+
     def get_memory_info(self) -> Any:
         """(free, total) bytes of the simulated device, as numba-cuda's `MemoryInfo`."""
         from numba.cuda.cudadrv.driver import MemoryInfo

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from ..backends.validate import normalize_launch_bounds
-from ..errors import GpukitError, LaunchConfigError
+from ..errors import GpukitError, KernelTypingError, LaunchConfigError, UnsupportedKernelError
 from ..sim.compiler import cuda_typecheck
 from ..sim.device_array import DeviceArray
 from ..sim.kernel import is_device_function
@@ -174,7 +174,12 @@ def launch(dispatcher: Any, griddim: Any, blockdim: Any, stream: Any, sharedmem:
     sim = current(required=True)
     if is_device_function(dispatcher):
         raise RuntimeError("Cannot compile a device function as a kernel")  # numba-cuda's error
-    sim.backend.compile_kernel(dispatcher)  # a kernel it cannot run fails before any copy
+    try:
+        sim.backend.compile_kernel(dispatcher)  # a kernel it cannot run fails before any copy
+    except UnsupportedKernelError as exc:
+        if not isinstance(exc, KernelTypingError):
+            _typecheck(dispatcher, args)  # numba-cuda's own reason first, when it has one
+        raise
     retr: list = []  # numba-cuda's write-backs that extensions register, run after the launch
     args = _extended(dispatcher, args, stream, retr)
     values, copies = _arguments(sim, dispatcher, args, stream)
@@ -190,6 +195,19 @@ def launch(dispatcher: Any, griddim: Any, blockdim: Any, stream: Any, sharedmem:
     for write_back in retr:
         write_back()
     return record
+
+
+def _typecheck(dispatcher: Any, args: tuple) -> None:
+    """Type the kernel for these arguments as numba-cuda would (KernelTypingError where its
+    typing fails); nothing when an argument has no Numba type."""
+    from numba.cuda.args import ArgHint
+    signatures = signatures_of(dispatcher)
+    try:
+        argtypes = signatures[0] if signatures else tuple(
+            dispatcher.typeof_pyval(a.value if isinstance(a, ArgHint) else a) for a in args)
+    except Exception:  # noqa: BLE001 - numba-cuda says what is wrong with it at launch
+        return
+    cuda_typecheck(dispatcher.py_func, tuple(argtypes))
 
 
 _DRIVER_ERRORS: dict[type, type] = {}
@@ -247,6 +265,9 @@ def _arguments(sim: Any, dispatcher: Any, args: tuple, stream: Any) -> tuple[lis
 
     from . import host_api
 
+    # an object with a CUDA Array Interface that points into simulated memory: a view of it
+    args = tuple(host_api.as_cuda_array(a) if hasattr(a, "__cuda_array_interface__")
+                 and not isinstance(a, (DeviceArray, np.ndarray)) else a for a in args)
     signatures = signatures_of(dispatcher)
     if signatures is not None:
         args = _convert(args, _best_first(dispatcher, args, signatures))
@@ -267,11 +288,6 @@ def _arguments(sim: Any, dispatcher: Any, args: tuple, stream: Any) -> tuple[lis
             if copy_out and host.flags.writeable:
                 copies.append((device, host))
             arg = device
-        elif hasattr(arg, "__cuda_array_interface__") and not isinstance(arg, DeviceArray):
-            raise TypeError(
-                f"a {type(arg).__name__} lives in real GPU memory, which the simulated device "
-                "cannot reach; copy it to the host and pass the numpy array (or cuda.to_device "
-                "it) while gpukit's simulation mode is on")
         values.append(arg)
     return values, copies
 

@@ -15,11 +15,19 @@ from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
+from numba.cuda.cudadrv.devicearray import DeviceNDArrayBase
 
 from ..errors import ArgumentTypeError
 from ..sim.device_array import DeviceArray
 from ..sim.streams import SimStream
-from .arrays import MappedArray, SimNDArray, check_dtype, mapped_host_array, new_array
+from .arrays import (
+    MappedArray,
+    SimNDArray,
+    check_dtype,
+    import_interface,
+    mapped_host_array,
+    new_array,
+)
 from .session import current
 
 
@@ -241,10 +249,35 @@ def is_cuda_array(obj: Any) -> bool:
 
 
 def as_cuda_array(obj: Any, sync: bool = True) -> Any:
-    """The simulated device array itself (others' device memory cannot be simulated)."""
+    """A simulated device array over the same memory as `obj`, any object with a CUDA Array
+    Interface that points into the simulated device's memory (a wrapper of a device array,
+    numba's `DeviceNDArray` built on a simulated array's `gpu_data`): a view, no copy."""
     if isinstance(obj, SimNDArray):
         return obj
-    raise TypeError("*obj* doesn't implement the cuda array interface of the simulated device")
+    if not is_cuda_array(obj):
+        raise TypeError("*obj* doesn't implement the cuda array interface.")
+    desc = obj.__cuda_array_interface__
+    if isinstance(obj, DeviceNDArrayBase):  # numba's own class: its strides as they are (its
+        desc = {**desc, "strides": obj.strides}  # interface calls a broadcast contiguous)
+    return from_cuda_array_interface(desc, owner=obj, sync=sync, what=f"a {type(obj).__name__}")
+
+
+def from_cuda_array_interface(desc: dict, owner: Any = None, sync: bool = True,
+                              what: str = "the array") -> SimNDArray:
+    """numba-cuda's `cuda.from_cuda_array_interface`: the simulated array `desc` describes.
+    Its stream (a simulated stream's number) becomes the array's default stream, and with
+    `sync` (and numba-cuda's CUDA_ARRAY_INTERFACE_SYNC) it is synchronized first, as
+    numba-cuda does."""
+    from numba.cuda.core import config
+    sim = _sim()
+    handle = desc.get("stream")
+    stream = sim.backend.modeled_timeline.external_stream(handle) if handle else 0
+    if stream and sync and config.CUDA_ARRAY_INTERFACE_SYNC:
+        stream.synchronize()
+    array = import_interface(sim.backend.memory, desc, what, stream=stream)
+    if array is None:  # empty: numba-cuda makes an array without memory
+        array = _new(tuple(desc["shape"]), np.dtype(desc["typestr"]), stream=stream)
+    return array
 
 
 # -- streams and events (modeled times) ------------------------------------------------------
@@ -261,7 +294,9 @@ legacy_default_stream = per_thread_default_stream = default_stream
 
 
 def external_stream(ptr: int) -> Any:
-    return _sim().backend.stream()
+    """A stream from a handle: a simulated stream's number gives that stream, marked external;
+    any other handle a new simulated stream."""
+    return _sim().backend.modeled_timeline.external_stream(ptr)
 
 
 def event(timing: bool = True) -> Any:

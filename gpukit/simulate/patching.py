@@ -24,6 +24,7 @@ _NAMES_HOST = (
     "defer_cleanup", "profile_start", "profile_stop", "profiling", "to_device", "device_array",
     "device_array_like", "pinned_array", "pinned_array_like", "mapped_array",
     "mapped_array_like", "managed_array", "pinned", "mapped", "is_cuda_array", "as_cuda_array",
+    "from_cuda_array_interface",
     "stream", "default_stream", "legacy_default_stream", "per_thread_default_stream",
     "external_stream", "event", "event_elapsed_time",
 )
