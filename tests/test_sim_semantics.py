@@ -1224,3 +1224,23 @@ def test_an_alignment_that_is_no_integer_fails_numba_cudas_typing(be, alignment)
     with pytest.raises(numba.core.errors.TypingError, match="alignment must be a constant "
                                                             "integer"):
         run(be, _declaring(alignment), 1, 1, np.zeros(1, np.uint64))
+
+
+def test_a_device_array_a_kernel_captures_is_used_by_pointer(be):
+    """A gpukit device array in a kernel's closure, as numba-cuda captures one: by pointer, with
+    an argument's checks (here: the writes of every thread to the same element race)."""
+    table = be.to_device(np.array([3.0, 4.0]))
+
+    def lookup(idx, out):
+        i = cuda.grid(1)
+        if i < out.size:
+            out[i] = table[idx[i]]
+
+    (_, out) = run(be, lookup, 1, 4, np.array([1, 0, 1, 1]), np.zeros(4))
+    assert out.tolist() == [4.0, 3.0, 4.0, 4.0]
+
+    def overwrite():
+        table[0] = cuda.threadIdx.x
+
+    with pytest.raises(RaceConditionError, match=r"data race on table\[0\]"):
+        be.launch_kernel(overwrite, 1, 2)

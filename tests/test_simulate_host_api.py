@@ -398,3 +398,71 @@ def test_numba_cudas_typing_error_comes_before_what_the_simulator_lacks(sim):
     a = np.arange(4, dtype=np.int32)
     with pytest.raises(TypingError, match="Untyped global name 'gufunc_copy'"):
         calls_a_gufunc[1, 1](a, np.zeros_like(a))
+
+
+def test_device_arrays_captured_by_kernels_and_device_functions_are_used_by_pointer(sim):
+    """numba-cuda captures a global (or closure) device array by pointer when it compiles:
+    later copies into it are seen, writes go to it; its checks are those of an argument."""
+    prices = cuda.to_device(np.array([10.0, 25.0, 5.0], dtype=np.float32))
+    grid2d = cuda.to_device(np.zeros((3, 8)))
+    every_other = grid2d[:, ::2]  # a strided view, captured as it is
+    backing = cuda.to_device(np.arange(3, dtype=np.int64))  # (the wrapper does not keep it)
+    foreign = Wrapper(backing.__cuda_array_interface__)
+
+    @cuda.jit(device=True)
+    def price(i):
+        return prices[i]
+
+    @cuda.jit
+    def totals(quantities, out):
+        i = cuda.grid(1)
+        if i < out.size:
+            out[i] = quantities[i] * price(i) + foreign[i]
+            every_other[i, i] = out[i]
+
+    q, out = cuda.to_device(np.full(3, 2.0, np.float32)), cuda.device_array(3, np.float32)
+    totals[1, 4](q, out)
+    np.testing.assert_array_equal(out.copy_to_host(), [20.0, 51.0, 12.0])
+    prices.copy_to_device(np.array([1.0, 2.0, 3.0], dtype=np.float32))
+    totals[1, 4](q, out)
+    np.testing.assert_array_equal(out.copy_to_host(), [2.0, 5.0, 8.0])
+    expected = np.zeros((3, 8))
+    expected[[0, 1, 2], [0, 2, 4]] = [2.0, 5.0, 8.0]
+    np.testing.assert_array_equal(grid2d.copy_to_host(), expected)
+
+    @cuda.jit
+    def past_the_end():
+        prices[cuda.threadIdx.x] = 0.0
+
+    with pytest.raises(gpukit.errors.OutOfBoundsError,
+                       match=r"indexes global array prices \(shape \(3,\)\) at 3, outside 0..2"):
+        past_the_end[1, 4]()
+
+    @cuda.jit
+    def racing():
+        prices[0] = cuda.threadIdx.x
+
+    with pytest.raises(gpukit.errors.RaceConditionError, match=r"data race on prices\[0\]"):
+        racing[1, 2]()
+    unwritten = cuda.device_array(4)
+
+    @cuda.jit
+    def reads_unwritten(out):
+        out[0] = unwritten[1]
+
+    with pytest.raises(UninitializedMemoryError, match=r"reads unwritten\[1\], which was never "
+                                                       r"written"):
+        reads_unwritten[1, 1](cuda.device_array(1))
+
+
+def test_a_captured_array_the_simulation_does_not_hold_is_refused_at_launch(sim):
+    elsewhere = Wrapper({"shape": (4,), "typestr": "<f8", "version": 3, "strides": None,
+                         "data": (np.zeros(4).ctypes.data, False)})
+
+    @cuda.jit
+    def reads(out):
+        out[0] = elsewhere[0]
+
+    with pytest.raises(TypeError, match=r"^'elsewhere', a Wrapper kernel 'reads' captures, lives "
+                                        r"in memory the simulated device does not hold"):
+        reads[1, 1](cuda.device_array(1))

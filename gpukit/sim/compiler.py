@@ -79,7 +79,7 @@ RUNTIME: dict[str, Any] = {P + name: value for name, value in {
     "py_truediv": arith.py_truediv, "py_floordiv": arith.py_floordiv, "py_mod": arith.py_mod,
     "py_divmod": arith.py_divmod, "round_to": intrinsics.round_to,
     "round_int": conversions.round_int, "shl": arith.shl, "shr": arith.shr, "neg": arith.neg,
-    "abs_": arith.abs_,
+    "abs_": arith.abs_, "captured_at": runtime.captured_at, "array_at": lowlevel.array_at,
     "shared_array": intrinsics.shared_array,
     "dynamic_shared_array": intrinsics.dynamic_shared_array, "local_array": intrinsics.local_array,
     "thread_frame": intrinsics.thread_frame, "push_frame": intrinsics.push_frame,

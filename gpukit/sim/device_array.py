@@ -44,7 +44,7 @@ def _contiguous(shape: tuple[int, ...], strides: tuple[int, ...],
     return all(strides[i] == expected[i] for i, n in enumerate(shape) if n > 1)
 
 
-def _layout(shape: tuple[int, ...], strides: tuple[int, ...], itemsize: int) -> str:
+def array_layout(shape: tuple[int, ...], strides: tuple[int, ...], itemsize: int) -> str:
     c_strides = _c_strides(shape, itemsize)
     f_strides = tuple(reversed(_c_strides(tuple(reversed(shape)), itemsize)))
     relevant = [i for i, d in enumerate(shape) if d > 1]
@@ -53,6 +53,40 @@ def _layout(shape: tuple[int, ...], strides: tuple[int, ...], itemsize: int) -> 
     if all(strides[i] == f_strides[i] for i in relevant):
         return "F"
     return "A"
+
+
+def interface_view(memory: DeviceMemory, interface: dict, what: str) -> DeviceArray | None:
+    """The device array over `memory` that a CUDA Array Interface describes (a view of the
+    allocation holding its pointer), None for an empty array (a null pointer). TypeError, with
+    `what` naming it, for memory this device does not hold, a dtype other than the
+    allocation's, or a view past its end."""
+    if interface.get("mask") is not None:
+        raise NotImplementedError("Masked arrays are not supported")
+    shape = tuple(int(n) for n in interface["shape"])
+    dtype = np.dtype(interface["typestr"])
+    address = int(interface["data"][0] or 0)
+    if address == 0 or math.prod(shape) == 0:
+        return None
+    strides = interface.get("strides")
+    strides = _c_strides(shape, dtype.itemsize) if strides is None else \
+        tuple(int(s) for s in strides)
+    alloc = memory.find(address)
+    if alloc is None:
+        raise TypeError(
+            f"{what} lives in memory the simulated device does not hold (real GPU memory, or "
+            "freed); copy it to the host and pass the numpy array (or cuda.to_device it) while "
+            "gpukit's simulation mode is on")
+    if dtype != alloc.dtype:
+        raise TypeError(f"{what} reads the simulated device's {alloc.dtype} array as "
+                        f"{dtype}; the simulator keeps each allocation's dtype (copy it to the "
+                        "host to reinterpret it)")
+    offset = address - alloc.address
+    low = offset + sum((n - 1) * s for n, s in zip(shape, strides) if s < 0)
+    high = offset + sum((n - 1) * s for n, s in zip(shape, strides) if s > 0) + dtype.itemsize
+    if low < 0 or high > alloc.nbytes or offset % dtype.itemsize:
+        raise TypeError(f"{what} describes bytes {low}..{high} of a {alloc.nbytes}-byte "
+                        "simulated allocation: not a view of it")
+    return DeviceArray(alloc, shape, strides, offset)
 
 
 class DeviceArray:
@@ -95,7 +129,7 @@ class DeviceArray:
     @functools.cached_property
     def layout(self) -> str:
         """"C", "F" (Fortran) or "A" (any other strides), as numba names array layouts."""
-        return _layout(self.shape, self.strides, self.itemsize)
+        return array_layout(self.shape, self.strides, self.itemsize)
 
     @property
     def allocation(self) -> Allocation:

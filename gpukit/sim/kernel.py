@@ -73,6 +73,7 @@ class SimKernel:
         build = builder.build
         self.sites = build.sites
         self.slots = build.slots
+        self.captured = build.captured  # (object, slot, table offset, words) per captured array
         self.static_shared_bytes = build.static_shared_bytes
         self.shared_align, self.local_align = build.shared_align, build.local_align
         self.dynamic_shared = build.dynamic_shared

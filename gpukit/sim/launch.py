@@ -24,6 +24,7 @@ from . import cache
 from . import layout as L
 from .compiler import cuda_typecheck
 from .conversions import gpu_casts
+from .device_array import interface_view
 from .eager import c_convert
 from .kernel import SimKernel
 from .lowlevel import Trap
@@ -180,7 +181,8 @@ def run(kernel: SimKernel, memory: DeviceMemory, workspace: Workspace, args: tup
     c = np.zeros(header + nsites * L.SITE_FIELDS, np.int64)
     keep: list[Any] = []  # everything the context points at stays alive until the end
     infos: list[Any] = [None] * nslots
-    arrays = _arrays(args)
+    captured = [_captured_view(kernel, memory, entry) for entry in kernel.captured]
+    arrays = _arrays(args) + [a for a in captured if a is not None]
     fresh = [a.alloc for a in arrays if not a.is_freed and not a.alloc.has_race_records]
     trace_bytes = trace_capacity * L.TRACE_FIELDS * 8
     if trace_bytes:
@@ -188,7 +190,7 @@ def run(kernel: SimKernel, memory: DeviceMemory, workspace: Workspace, args: tup
     try:
         result = _run(kernel, memory, workspace, args, grid, block, dynamic_shared_bytes, checks,
                       schedule, seed, watchdog_s, trace_capacity, trace_sample, c, keep, infos,
-                      nslots, nsites, header, tpb, nblocks)
+                      nslots, nsites, header, tpb, nblocks, captured)
     except BaseException:  # race records this launch made go with it; older ones stay
         for alloc in fresh:
             if not alloc.freed:
@@ -206,8 +208,9 @@ def _run(kernel: SimKernel, memory: DeviceMemory, workspace: Workspace, args: tu
          grid: tuple[int, int, int], block: tuple[int, int, int], dynamic_shared_bytes: int,
          checks: dict[str, bool], schedule: str, seed: int | None, watchdog_s: float | None,
          trace_capacity: int, trace_sample: int, c: np.ndarray, keep: list, infos: list,
-         nslots: int, nsites: int, header: int, tpb: int, nblocks: int) -> LaunchResult:
-    values = _bind(kernel, memory, args, checks, c, keep, infos)
+         nslots: int, nsites: int, header: int, tpb: int, nblocks: int,
+         captured: list) -> LaunchResult:
+    values = _bind(kernel, memory, args, checks, c, keep, infos, captured)
     c[L.CHECKS] = _check_flags(tuple(checks.items()))
     c[L.BDX], c[L.BDY], c[L.BDZ] = block
     c[L.BDX_SHIFT], c[L.BDXY_SHIFT] = _shift(block[0]), _shift(block[0] * block[1])
@@ -380,7 +383,7 @@ def _type_key(value: Any) -> Any:
 
 
 def _bind(kernel: SimKernel, memory: DeviceMemory, args: tuple, checks: dict[str, bool],
-          c: np.ndarray, keep: list, infos: list[SlotInfo]) -> list:
+          c: np.ndarray, keep: list, infos: list[SlotInfo], captured: list) -> list:
     if len(args) != len(kernel.param_names):
         raise TypeError(f"kernel '{kernel.name}' takes {len(kernel.param_names)} arguments "
                         f"({', '.join(kernel.param_names)}), got {len(args)}")
@@ -403,8 +406,14 @@ def _bind(kernel: SimKernel, memory: DeviceMemory, args: tuple, checks: dict[str
                     written.add(array.allocation.id)
                 if r:
                     read.add(array.allocation.id)
+    for array in captured:  # how the kernel uses a captured array is not followed
+        if array is not None:
+            written.add(array.allocation.id)
+            read.add(array.allocation.id)
     values = []
     flags = (checks.get("races", True), checks.get("uninitialized", True), written, read)
+    if captured:
+        keep.append(_bind_captured(kernel, memory, c, infos, captured, flags))
     extra = len(kernel.slots)  # the arrays in tuple arguments get slots after the kernel's own
     for k, (name, arg) in enumerate(zip(kernel.param_names, args)):
         if isinstance(arg, DeviceArray):
@@ -448,6 +457,33 @@ def _bind_array(kernel: SimKernel, memory: DeviceMemory, c: np.ndarray, infos: l
     c[s + L.S_WRITABLE], c[s + L.S_SPACE], c[s + L.S_ELEMS] = 1, L.SPACE_GLOBAL, alloc.count
     infos[k] = SlotInfo(name, "global", arg.shape, view.dtype, arg)
     return view
+
+
+def _captured_view(kernel: SimKernel, memory: DeviceMemory, entry: tuple) -> DeviceArray | None:
+    """The device array a captured object is (None: an empty one, with no memory)."""
+    obj, slot = entry[:2]
+    if isinstance(obj, DeviceArray):
+        return obj
+    return interface_view(memory, obj.__cuda_array_interface__,
+                          f"'{kernel.slots[slot].label}', a {type(obj).__name__} kernel "
+                          f"'{kernel.name}' captures,")
+
+
+def _bind_captured(kernel: SimKernel, memory: DeviceMemory, c: np.ndarray, infos: list,
+                   captured: list, flags: tuple) -> np.ndarray:
+    """Bind each captured device array to its slot and describe it in the table the compiled
+    code reads it from (c[CAPTURED]: per array, its data pointer, shape and strides)."""
+    table = np.zeros(sum(words for *_, words in kernel.captured), np.int64)
+    for (_, k, offset, words), array in zip(kernel.captured, captured):
+        spec = kernel.slots[k]
+        if array is None:  # empty: no memory, every index out of bounds
+            table[offset + 1:offset + 1 + len(spec.shape)] = spec.shape
+            infos[k] = SlotInfo(spec.label, "none", spec.shape, spec.dtype)
+            continue
+        view = _bind_array(kernel, memory, c, infos, k, spec.label, array, flags)
+        table[offset:offset + words] = (view.ctypes.data, *view.shape, *view.strides)
+    c[L.CAPTURED] = table.ctypes.data
+    return table
 
 
 def _tuple_arrays(value: tuple, label: str) -> list[tuple[str, DeviceArray]]:

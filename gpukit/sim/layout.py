@@ -100,6 +100,7 @@ ERR_NDIM = 71
 ERR_SHAPE = 72  # up to 4 extents
 BDX_SHIFT = 76  # log2 of blockDim.x, -1 when it is not a power of two (sync.begin_thread)
 BDXY_SHIFT = 77  # log2 of blockDim.x * blockDim.y, -1 when it is not a power of two
+CAPTURED = 78  # address of the captured device arrays' table (launch._captured)
 PENDING = 80  # a deferred error (an uninitialised value used): code, site, thread, A..E
 GENBUF = 88  # address of the buffer that holds a block's thread generators
 GENBUF_BYTES = 89  # its size

@@ -78,6 +78,33 @@ def addr_of(typingctx, arr):
 
 
 @intrinsic
+def array_at(typingctx, addr, template, layout):
+    """The array described at address `addr`, in int64 words: its data pointer, its shape, then
+    its strides in bytes; of the dtype and rank of the array `template`, in `layout` (a literal
+    "C", "F" or "A"). No reference count: the host keeps the memory alive."""
+    if not isinstance(template, types.Array) or not isinstance(layout, types.StringLiteral):
+        return None
+    arrty = types.Array(template.dtype, template.ndim, layout.literal_value)
+
+    def codegen(context, builder, signature, args):
+        from numba.np.arrayobj import populate_array
+        words = builder.inttoptr(args[0], ir.IntType(64).as_pointer())
+
+        def word(k: int) -> ir.Value:
+            return builder.load(builder.gep(words, [ir.Constant(ir.IntType(64), k)]))
+        n = arrty.ndim
+        llty = context.get_data_type(arrty.dtype)
+        out = context.make_array(arrty)(context, builder)
+        populate_array(out, data=builder.inttoptr(word(0), llty.as_pointer()),
+                       shape=[word(1 + k) for k in range(n)],
+                       strides=[word(1 + n + k) for k in range(n)],
+                       itemsize=context.get_constant(types.intp, context.get_abi_sizeof(llty)),
+                       meminfo=None)
+        return out._getvalue()
+    return arrty(types.intp, template, layout), codegen
+
+
+@intrinsic
 def record_addr(typingctx, rec):
     """The address of a record (a structured element, passed around by reference)."""
     if not isinstance(rec, types.Record):

@@ -21,6 +21,13 @@ from .lowlevel import bits_of, record_addr, store_i64
 
 # -- defined values --------------------------------------------------------------------------
 @register_jitable(forceinline=True)
+def captured_at(c, offset):
+    """The address of a captured device array's description (words `offset`... of the table
+    `launch` writes at c[CAPTURED]), for `lowlevel.array_at`."""
+    return c[L.CAPTURED] + offset * 8
+
+
+@register_jitable(forceinline=True)
 def mark(c):
     """Start following reads: the count of undefined reads so far."""
     return c[L.UNDEF]

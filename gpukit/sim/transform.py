@@ -33,6 +33,7 @@ import numpy as np
 from ..errors import UnsupportedKernelError
 from . import eager, names, vectors
 from . import layout as L
+from .device_array import array_layout
 from .source import FunctionSource, Site, Sites, read_function
 
 P = "_g_"
@@ -75,7 +76,7 @@ def _and(*values: ast.expr) -> ast.expr:
 class SlotSpec:
     """A memory slot known at compile time (see layout's slot table)."""
 
-    kind: str  # "param", "shared", "dynamic_shared", "local"
+    kind: str  # "param", "shared", "dynamic_shared", "local", "captured"
     label: str
     param: int = -1  # for "param": the argument's position
     offset: int = 0  # for shared: bytes into the block's shared memory
@@ -135,6 +136,10 @@ class Build:
     # local array declaration; None: not known (the kernel is laid out for each launch's types)
     arg_dtypes: dict | None = None
     counter: int = 0
+    # device arrays the kernel and its functions capture as globals or closure variables, as
+    # numba-cuda captures them (by pointer, when first compiled): (the object, its slot, its
+    # words' offset in the launch's table of their descriptions, the words' count)
+    captured: list = field(default_factory=list)
 
     def fresh(self, base: str) -> str:
         self.counter += 1
@@ -143,6 +148,23 @@ class Build:
     def slot(self, spec: SlotSpec) -> int:
         self.slots.append(spec)
         return len(self.slots) - 1
+
+    def capture(self, obj: Any, label: str) -> tuple[int, np.ndarray, str]:
+        """A captured device array (any object with a CUDA Array Interface): its table offset,
+        an empty array of its dtype and rank, and its layout ("C", "F" or "A")."""
+        interface = obj.__cuda_array_interface__
+        shape = tuple(interface["shape"])
+        dtype = np.dtype(getattr(obj, "dtype", interface["typestr"]))  # records keep fields
+        strides = interface.get("strides")
+        layout = "C" if strides is None else array_layout(shape, tuple(strides), dtype.itemsize)
+        template = np.zeros((0,) * len(shape), dtype)
+        for held, _, offset, _ in self.captured:
+            if held is obj:
+                return offset, template, layout
+        offset = sum(words for *_, words in self.captured)
+        slot = self.slot(SlotSpec("captured", label, shape=shape, dtype=dtype))
+        self.captured.append((obj, slot, offset, 1 + 2 * len(shape)))
+        return offset, template, layout
 
 
 # -- static evaluation of names ---------------------------------------------------------------
@@ -1098,9 +1120,10 @@ class _ExprRewriter(ast.NodeTransformer):
         vtype = vectors.vector_type(obj)
         if vtype is not None:
             return self.rw.constant(vectors.builder(vtype), vtype.name)
-        if names.is_device_array(obj):
-            raise self.rw._unsupported(node, "a device array captured as a global (pass it as "
-                                             "an argument)")
+        if names.is_device_array(obj):  # by pointer, as numba-cuda captures it
+            offset, template, layout = self.rw.build.capture(obj, static.path)
+            return _call(P + "array_at", _call(P + "captured_at", _name(CTX), _const(offset)),
+                         self.rw.constant(template, "captured"), _const(layout))
         obj = names.numba_equivalent(obj) or obj
         if callable(obj) and (getattr(obj, "__module__", None) or "").startswith("numba.cuda") \
                 and not (isinstance(obj, type) and issubclass(obj, enum.Enum)):

@@ -19,7 +19,7 @@ import numpy as np
 from numba.cuda.cudadrv.devicearray import DeviceNDArray
 
 from ..errors import ArgumentTypeError, UnsupportedOperationError
-from ..sim.device_array import DeviceArray
+from ..sim.device_array import DeviceArray, interface_view
 from ..sim.streams import PinnedArray, is_pinned
 
 
@@ -286,40 +286,20 @@ def new_array(memory: Any, context: Any, shape: Any, dtype: Any, *, strides: Any
     return SimNDArray(alloc, shape, strides, owner=owner, stream=stream)
 
 
-def import_interface(memory: Any, interface: dict[str, Any], what: str,
+def import_interface(memory: Any, interface: dict, what: str,
                      stream: Any = 0) -> SimNDArray | None:
     """The simulated array a CUDA Array Interface describes (`what` names its maker in
-    errors): a view of the allocation that holds its pointer, sharing that memory's owner.
-    None for an empty array (a null pointer). TypeError for memory the simulation does not
-    hold, a dtype other than the allocation's or a view past its end."""
-    if interface.get("mask") is not None:
-        raise NotImplementedError("Masked arrays are not supported")
-    shape = tuple(int(n) for n in interface["shape"])
-    dtype = np.dtype(interface["typestr"])
-    address = int(interface["data"][0] or 0)
-    if address == 0 or math.prod(shape) == 0:
+    errors): a view of the allocation that holds its pointer, sharing that memory's owner; None
+    for an empty array (see `gpukit.sim.device_array.interface_view` for what is refused)."""
+    view = interface_view(memory, interface, what)
+    if view is None:
         return None
-    strides = interface.get("strides")
-    strides = strides_for(shape, dtype.itemsize) if strides is None else \
-        tuple(int(s) for s in strides)
-    alloc = memory.find(address)
-    owner = _OWNERS.get(alloc.id) if alloc is not None else None
-    if owner is None:
-        raise TypeError(
-            f"{what} lives in memory the simulated device does not hold (real GPU memory, or "
-            "freed); copy it to the host and pass the numpy array (or cuda.to_device it) while "
-            "gpukit's simulation mode is on")
-    if dtype != alloc.dtype:
-        raise TypeError(f"{what} reads the simulated device's {alloc.dtype} array as "
-                        f"{dtype}; the simulator keeps each allocation's dtype (copy it to the "
-                        "host to reinterpret it)")
-    offset = address - alloc.address
-    low = offset + sum((n - 1) * s for n, s in zip(shape, strides) if s < 0)
-    high = offset + sum((n - 1) * s for n, s in zip(shape, strides) if s > 0) + dtype.itemsize
-    if low < 0 or high > alloc.nbytes or offset % dtype.itemsize:
-        raise TypeError(f"{what} describes bytes {low}..{high} of a {alloc.nbytes}-byte "
-                        "simulated allocation: not a view of it")
-    return SimNDArray(alloc, shape, strides, offset, owner=owner, stream=stream)
+    owner = _OWNERS.get(view.allocation.id)
+    if owner is None:  # collected, its free deferred: as good as freed
+        raise TypeError(f"{what} lives in memory the simulated device does not hold (real GPU "
+                        "memory, or freed)")
+    return SimNDArray(view.allocation, view.shape, view.strides, view.offset_bytes, owner=owner,
+                      stream=stream)
 
 
 def _collect(deallocations: Any, memory: Any, alloc: Any) -> None:

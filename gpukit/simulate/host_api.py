@@ -261,7 +261,6 @@ def as_cuda_array(obj: Any, sync: bool = True) -> Any:
         desc = {**desc, "strides": obj.strides}  # interface calls a broadcast contiguous)
     return from_cuda_array_interface(desc, owner=obj, sync=sync, what=f"a {type(obj).__name__}")
 
-
 def from_cuda_array_interface(desc: dict, owner: Any = None, sync: bool = True,
                               what: str = "the array") -> SimNDArray:
     """numba-cuda's `cuda.from_cuda_array_interface`: the simulated array `desc` describes.
