@@ -17,6 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from numba import cuda
 from numba.cuda.misc.special import literal_unroll  # numba-cuda's, as kernels import it
+from numba.cuda.np.numpy_support import carray
 from numba.cuda.tests.cudapy.extensions_usecases import struct_model_type  # numba-cuda's type
 
 from gpukit.backends.cpu import CPUBackend
@@ -1244,3 +1245,58 @@ def test_a_device_array_a_kernel_captures_is_used_by_pointer(be):
 
     with pytest.raises(RaceConditionError, match=r"data race on table\[0\]"):
         be.launch_kernel(overwrite, 1, 2)
+
+
+def pointer_axpy(r, a, x, y, n):
+    i = cuda.grid(1)
+    if i < n:
+        r[i] = a * x[i] + y[i]
+
+
+def pointer_carray(ptr, n, out):
+    a = carray(ptr, (n,))
+    for k in range(n):
+        out[k] = a[k]
+    a[0] = 99.0
+
+
+POINTER_AXPY = "void(CPointer(int32), int32, CPointer(int32), CPointer(int32), uint32)"
+
+
+def test_raw_pointer_parameters_index_the_memory_they_point_into(be):
+    """An eager signature's CPointer parameters take addresses, as numba-cuda's do; each
+    access must land in the allocation its pointer points into."""
+    x, y = be.to_device(np.arange(10, dtype=np.int32)), be.to_device(np.arange(10, dtype=np.int32))
+    r = be.allocate(10, np.int32)
+    kernel = be.compile_kernel(pointer_axpy, POINTER_AXPY)
+
+    def address(d, k=0):
+        return d.__cuda_array_interface__["data"][0] + 4 * k
+
+    be.launch_kernel(kernel, 1, 16, address(r), 5, address(x), address(y), 10)
+    assert be.to_host(r).tolist() == [6 * k for k in range(10)]
+    with pytest.raises(OutOfBoundsError, match=re.escape(
+            "'x[i]' indexes raw pointer x at 8, and it points at element 2 of x (10 elements "
+            "of 4 bytes), so element 10 is outside 0..9; a pointer has no bounds on a GPU")):
+        be.launch_kernel(kernel, 1, 16, address(r), 5, address(x, 2), address(y), 10)
+    with pytest.raises(TypeError, match=r"argument 'x' of kernel 'pointer_axpy' points to "
+                                        r"address 0x[0-9a-f]+, which is in no array of the "
+                                        r"simulated device"):
+        be.launch_kernel(kernel, 1, 16, address(r), 5, np.zeros(3).ctypes.data, address(y), 3)
+    with pytest.raises(TypeError, match=r"argument 'r' of kernel 'pointer_axpy' is a pointer "
+                                        r"\(int32\*\): pass an address as an int"):
+        be.launch_kernel(kernel, 1, 16, r, 5, address(x), address(y), 10)
+
+
+def test_carray_over_a_raw_pointer_is_checked_against_its_allocation(be):
+    data = be.to_device(np.arange(6, dtype=np.float64))
+    out = be.to_device(np.zeros(6))
+    kernel = be.compile_kernel(pointer_carray, "void(CPointer(float64), int64, float64[:])")
+    start = data.__cuda_array_interface__["data"][0]
+    be.launch_kernel(kernel, 1, 1, start + 8, 5, out)
+    assert be.to_host(out).tolist() == [1.0, 2.0, 3.0, 4.0, 5.0, 0.0]
+    assert be.to_host(data).tolist() == [0.0, 99.0, 2.0, 3.0, 4.0, 5.0]
+    with pytest.raises(OutOfBoundsError, match=re.escape(
+            "makes an array of 6 elements over raw pointer ptr, and it points at element 1 of "
+            "ptr (6 elements of 8 bytes), so element 6 is outside 0..5")):
+        be.launch_kernel(kernel, 1, 1, start + 8, 6, out)

@@ -466,3 +466,35 @@ def test_a_captured_array_the_simulation_does_not_hold_is_refused_at_launch(sim)
     with pytest.raises(TypeError, match=r"^'elsewhere', a Wrapper kernel 'reads' captures, lives "
                                         r"in memory the simulated device does not hold"):
         reads[1, 1](cuda.device_array(1))
+
+
+def test_raw_pointer_kernels_take_device_addresses_as_numba_cuda_does(sim):
+    from numba import types
+    from numba.cuda.np.numpy_support import farray
+
+    @cuda.jit(types.void(types.CPointer(types.float32), types.int64))
+    def scale(ptr, n):
+        a = farray(ptr, (2, n // 2), dtype=cuda.float32)
+        i, j = cuda.grid(2)
+        if i < a.shape[0] and j < a.shape[1]:
+            a[i, j] *= 10.0
+
+    d = cuda.to_device(np.arange(6, dtype=np.float32))
+    scale[1, (2, 4)](int(d.gpu_data.device_pointer), 6)
+    np.testing.assert_array_equal(d.copy_to_host(), np.arange(6) * 10.0)
+    with pytest.raises(gpukit.errors.OutOfBoundsError,
+                       match="makes an array of 8 elements over raw pointer ptr"):
+        scale[1, (2, 4)](int(d.gpu_data.device_pointer), 8)
+
+
+def test_numbas_ufuncs_broadcast_simulated_device_arrays(sim):
+    @cuda.vectorize(["float64(float64, float64)"])
+    def sub(a, b):
+        return a - b
+
+    a = np.random.default_rng(0).standard_normal((4, 3, 1))
+    b = a.transpose(2, 1, 0)
+    got = sub(cuda.to_device(a), cuda.to_device(b))  # numba broadcasts both to (4, 3, 4)
+    np.testing.assert_array_equal(got.copy_to_host(), a - b)
+    with pytest.raises(NotImplementedError, match="^ravel on non-contiguous array$"):
+        cuda.to_device(np.zeros((4, 6)))[:, ::2].ravel()  # numba-cuda's error, as on a GPU

@@ -533,8 +533,54 @@ def _ol_same_bits(old, new):
     return lambda old, new: False
 
 
+@register_jitable
+def pointer_addr(c, site, ptr, i, isz):
+    """The address of `ptr[i]`, an element of `isz` bytes, checked to lie in one slot (an
+    allocation the launch can touch): a pointer carries no extent, so this is its bounds
+    check, and it is always on (an access past every array would reach the host's memory)."""
+    base = addr_of(ptr)
+    addr = base + np.int64(i) * isz
+    s = find_slot(c, addr)
+    if s < 0 or addr + isz > c[s + L.S_END]:
+        fail(c, L.E_NO_SLOT, site, base, np.int64(i), isz, 0, 0)
+    return addr
+
+
+@register_jitable
+def pointer_span(c, site, base, count, isz):
+    """Check that `count` elements of `isz` bytes from address `base` (an array made over a
+    raw pointer) lie in one slot."""
+    if count <= 0:
+        return
+    s = find_slot(c, base)
+    if s < 0 or base + count * isz > c[s + L.S_END]:
+        fail(c, L.E_NO_SLOT, site, base, np.int64(count - 1), isz, 1, 0)
+
+
+def _pointer_access(ptr, idx, store: bool):
+    """ptr[idx] through a raw pointer (a `CPointer` parameter of an eager signature)."""
+    if not isinstance(ptr, types.CPointer) or not isinstance(idx, types.Integer):
+        return None
+    from numba.np.numpy_support import as_dtype
+    isz = as_dtype(ptr.dtype).itemsize
+    if store:
+        def store_impl(c, obj, idx, value, site, d, n):
+            addr = pointer_addr(c, site, obj, idx, isz)
+            old = obj[idx]
+            obj[idx] = value
+            touch(c, site, NODESC, addr, isz, L.KIND_WRITE, same_bits(old, obj[idx]))
+        return store_impl
+
+    def load_impl(c, obj, idx, site, d, n):
+        touch(c, site, NODESC, pointer_addr(c, site, obj, idx, isz), isz, L.KIND_READ, False)
+        return obj[idx]
+    return load_impl
+
+
 @overload(ld, jit_options={'forceinline': True})
 def _ol_ld(c, obj, idx, site, d, n):
+    if isinstance(obj, types.CPointer):
+        return _pointer_access(obj, idx, False)
     if isinstance(obj, types.Array):
         n = _full_index(idx)
         if n == obj.ndim:
@@ -598,6 +644,8 @@ def _field(obj, idx) -> str | None:
 
 @overload(st, jit_options={'forceinline': True})
 def _ol_st(c, obj, idx, value, site, d, n):
+    if isinstance(obj, types.CPointer):
+        return _pointer_access(obj, idx, True)
     if isinstance(obj, types.Array):
         n = _full_index(idx)
         if n == obj.ndim:

@@ -80,6 +80,8 @@ RUNTIME: dict[str, Any] = {P + name: value for name, value in {
     "py_divmod": arith.py_divmod, "round_to": intrinsics.round_to,
     "round_int": conversions.round_int, "shl": arith.shl, "shr": arith.shr, "neg": arith.neg,
     "abs_": arith.abs_, "captured_at": runtime.captured_at, "array_at": lowlevel.array_at,
+    "typed_ptr": lowlevel.typed_ptr, "carray": intrinsics.pointer_carray,
+    "farray": intrinsics.pointer_farray,
     "shared_array": intrinsics.shared_array,
     "dynamic_shared_array": intrinsics.dynamic_shared_array, "local_array": intrinsics.local_array,
     "thread_frame": intrinsics.thread_frame, "push_frame": intrinsics.push_frame,
@@ -136,8 +138,10 @@ class KernelBuilder:
     """Rewrites one kernel and everything it calls into compilable units."""
 
     def __init__(self, func: pytypes.FunctionType, debug: bool = False,
-                 arg_dtypes: dict | None = None):
+                 arg_dtypes: dict | None = None, pointers: dict | None = None):
         self.func = func
+        self.pointers = pointers or {}  # raw pointer parameters (an eager signature's
+        #                                 CPointer types): name -> the dtype they point to
         self.build = Build(python_errors=debug, arg_dtypes=arg_dtypes)
         self._sync: dict[Any, bool] = {}
         self._units: dict[Any, Unit] = {}
@@ -192,7 +196,12 @@ class KernelBuilder:
         else:
             flush = rw.returned_counters()
             unit.counters = tuple((site, space) for site, space, _ in rw.counters)
-        body = rw.prologue() + replace_flush(body + [ast.Expr(_call(P + "FLUSH"))], flush)
+        # a raw pointer comes in as its address: typed here, as numba-cuda types the parameter
+        pointers = [_assign(name, _call(P + "typed_ptr", _name(name),
+                                        rw.constant(np.zeros(0, dtype), "pointee")))
+                    for name, dtype in self.pointers.items()]
+        body = pointers + rw.prologue() + replace_flush(body + [ast.Expr(_call(P + "FLUSH"))],
+                                                        flush)
         unit.source = _function_source(unit.name, rw.params, body)
         frames = bool(self._units)  # device functions (this kernel's unit comes last)
         split = regions.split(body, self.build.uses_fences, frames) if generator else None

@@ -45,6 +45,7 @@ def _contiguous(shape: tuple[int, ...], strides: tuple[int, ...],
 
 
 def array_layout(shape: tuple[int, ...], strides: tuple[int, ...], itemsize: int) -> str:
+    """numba's layout letter for an array of these strides: "C", "F" or "A"."""
     c_strides = _c_strides(shape, itemsize)
     f_strides = tuple(reversed(_c_strides(tuple(reversed(shape)), itemsize)))
     relevant = [i for i, d in enumerate(shape) if d > 1]

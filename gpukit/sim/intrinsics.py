@@ -13,14 +13,14 @@ from collections import namedtuple
 
 import numpy as np
 from llvmlite import ir
-from numba import carray, types
+from numba import carray, farray, types
 from numba.core import cgutils
 from numba.core.errors import TypingError
 from numba.extending import intrinsic, overload, register_jitable
 
 from . import layout as L
-from .access import fail
-from .lowlevel import poll, store_u8
+from .access import fail, pointer_span
+from .lowlevel import addr_of, poll, store_u8
 
 Dim3 = namedtuple("Dim3", ("x", "y", "z"))
 
@@ -212,6 +212,23 @@ def dynamic_shared_array(c, offset, dtype, itemsize):
     """The block's dynamic shared memory (all shape-0 declarations start at `offset`)."""
     n = c[L.DYN_SHARED] // itemsize
     return carray(_typed_ptr(c[L.SHARED_BASE] + offset, dtype), (n,))
+
+
+@register_jitable(_nrt=True)
+def pointer_carray(c, site, ptr, shape, dtype=None):
+    """`carray(ptr, shape)` in a kernel: a C-ordered array over a raw pointer, which must lie
+    in one allocation of the launch (its accesses then find it by address, as a view's do)."""
+    a = carray(ptr, shape, dtype)
+    pointer_span(c, site, addr_of(ptr), a.size, a.itemsize)
+    return a
+
+
+@register_jitable(_nrt=True)
+def pointer_farray(c, site, ptr, shape, dtype=None):
+    """`farray(ptr, shape)` in a kernel: a Fortran-ordered array over a raw pointer."""
+    a = farray(ptr, shape, dtype)
+    pointer_span(c, site, addr_of(ptr), a.size, a.itemsize)
+    return a
 
 
 @register_jitable(forceinline=True)

@@ -67,7 +67,8 @@ class SimKernel:
             arg_dtypes = _array_dtypes(self.param_names, self.argtypes)
         self.arg_dtypes = arg_dtypes
         self.debug = debug  # numba-cuda's debug=True: Python's error model
-        builder = KernelBuilder(self.py_func, debug, arg_dtypes)
+        self.pointers = _pointer_dtypes(self.param_names, self.argtypes or ())
+        builder = KernelBuilder(self.py_func, debug, arg_dtypes, self.pointers)
         self.unit = builder.kernel()
         self.units = builder.units()
         build = builder.build
@@ -162,6 +163,14 @@ def _array_dtypes(names: tuple, argtypes: tuple) -> dict:
 
     return {name: as_dtype(t.dtype) for name, t in zip(names, argtypes)
             if isinstance(t, numba.types.Array)}
+
+
+def _pointer_dtypes(names: tuple, argtypes: tuple) -> dict:
+    """The dtypes raw pointer parameters (CPointer types) point to, by parameter name."""
+    from numba.np.numpy_support import as_dtype
+
+    return {name: as_dtype(t.dtype) for name, t in zip(names, argtypes)
+            if isinstance(t, numba.types.CPointer)}
 
 
 def _call_depth(unit: Unit, active: tuple) -> int:

@@ -172,7 +172,8 @@ def run(kernel: SimKernel, memory: DeviceMemory, workspace: Workspace, args: tup
     evenly spread over the grid are recorded, and a full trace just stops recording."""
     tpb = block[0] * block[1] * block[2]
     nblocks = grid[0] * grid[1] * grid[2]
-    nslots = len(kernel.slots)
+    pointed = _pointed(kernel, memory, args) if kernel.pointers else {}
+    nslots = len(kernel.slots) + len(pointed)
     for arg in args:
         if isinstance(arg, tuple):  # arrays in tuples get slots of their own
             nslots += len(_tuple_arrays(arg, ""))
@@ -182,7 +183,7 @@ def run(kernel: SimKernel, memory: DeviceMemory, workspace: Workspace, args: tup
     keep: list[Any] = []  # everything the context points at stays alive until the end
     infos: list[Any] = [None] * nslots
     captured = [_captured_view(kernel, memory, entry) for entry in kernel.captured]
-    arrays = _arrays(args) + [a for a in captured if a is not None]
+    arrays = _arrays(args) + [a for a in captured if a is not None] + list(pointed.values())
     fresh = [a.alloc for a in arrays if not a.is_freed and not a.alloc.has_race_records]
     trace_bytes = trace_capacity * L.TRACE_FIELDS * 8
     if trace_bytes:
@@ -190,7 +191,7 @@ def run(kernel: SimKernel, memory: DeviceMemory, workspace: Workspace, args: tup
     try:
         result = _run(kernel, memory, workspace, args, grid, block, dynamic_shared_bytes, checks,
                       schedule, seed, watchdog_s, trace_capacity, trace_sample, c, keep, infos,
-                      nslots, nsites, header, tpb, nblocks, captured)
+                      nslots, nsites, header, tpb, nblocks, captured, pointed)
     except BaseException:  # race records this launch made go with it; older ones stay
         for alloc in fresh:
             if not alloc.freed:
@@ -209,8 +210,8 @@ def _run(kernel: SimKernel, memory: DeviceMemory, workspace: Workspace, args: tu
          checks: dict[str, bool], schedule: str, seed: int | None, watchdog_s: float | None,
          trace_capacity: int, trace_sample: int, c: np.ndarray, keep: list, infos: list,
          nslots: int, nsites: int, header: int, tpb: int, nblocks: int,
-         captured: list) -> LaunchResult:
-    values = _bind(kernel, memory, args, checks, c, keep, infos, captured)
+         captured: list, pointed: dict) -> LaunchResult:
+    values = _bind(kernel, memory, args, checks, c, keep, infos, captured, pointed)
     c[L.CHECKS] = _check_flags(tuple(checks.items()))
     c[L.BDX], c[L.BDY], c[L.BDZ] = block
     c[L.BDX_SHIFT], c[L.BDXY_SHIFT] = _shift(block[0]), _shift(block[0] * block[1])
@@ -326,7 +327,9 @@ def _compiled_driver(kernel: SimKernel, values: list) -> tuple[Any, tuple, tuple
         if sig not in kernel.checked_signatures:
             # a signature accepted in an earlier process (gpukit.sim.cache) is not typed again
             if not cache.typechecked(kernel.key, str(sig)):
-                typemap = cuda_typecheck(kernel.py_func, sig)
+                typemap = cuda_typecheck(kernel.py_func, tuple(
+                    kernel.argtypes[k] if name in kernel.pointers else ty  # an address: a
+                    for k, (name, ty) in enumerate(zip(kernel.param_names, sig))))  # pointer
                 if kernel.regions and not kept_types_agree(kernel.unit.region_vars, typemap):
                     kernel.without_regions()  # a kept variable changes type across a barrier
                     driver = kernel.driver
@@ -383,7 +386,8 @@ def _type_key(value: Any) -> Any:
 
 
 def _bind(kernel: SimKernel, memory: DeviceMemory, args: tuple, checks: dict[str, bool],
-          c: np.ndarray, keep: list, infos: list[SlotInfo], captured: list) -> list:
+          c: np.ndarray, keep: list, infos: list[SlotInfo], captured: list,
+          pointed: dict) -> list:
     if len(args) != len(kernel.param_names):
         raise TypeError(f"kernel '{kernel.name}' takes {len(kernel.param_names)} arguments "
                         f"({', '.join(kernel.param_names)}), got {len(args)}")
@@ -406,7 +410,7 @@ def _bind(kernel: SimKernel, memory: DeviceMemory, args: tuple, checks: dict[str
                     written.add(array.allocation.id)
                 if r:
                     read.add(array.allocation.id)
-    for array in captured:  # how the kernel uses a captured array is not followed
+    for array in [*captured, *pointed.values()]:  # how the kernel uses these is not followed
         if array is not None:
             written.add(array.allocation.id)
             read.add(array.allocation.id)
@@ -422,6 +426,12 @@ def _bind(kernel: SimKernel, memory: DeviceMemory, args: tuple, checks: dict[str
             values.append(_bind_array(kernel, memory, c, infos, k, name, arg, flags))
             continue
         infos[k] = SlotInfo(name, "none", (), np.dtype(np.int8))
+        if k in pointed:  # a raw pointer: the allocation it points into gets a slot
+            _bind_array(kernel, memory, c, infos, extra, name, pointed[k], flags)
+            extra += 1
+        if name in kernel.pointers:
+            values.append(int(arg))
+            continue
         leaves = in_tuples[k]
         if not leaves:
             values.append(_as_declared(kernel, k, arg))
@@ -457,6 +467,28 @@ def _bind_array(kernel: SimKernel, memory: DeviceMemory, c: np.ndarray, infos: l
     c[s + L.S_WRITABLE], c[s + L.S_SPACE], c[s + L.S_ELEMS] = 1, L.SPACE_GLOBAL, alloc.count
     infos[k] = SlotInfo(name, "global", arg.shape, view.dtype, arg)
     return view
+
+
+def _pointed(kernel: SimKernel, memory: DeviceMemory, args: tuple) -> dict[int, DeviceArray]:
+    """For each raw pointer argument (by position), an array over all of the allocation it
+    points into (a null pointer gets none: every access through it fails)."""
+    found = {}
+    for k, (name, value) in enumerate(zip(kernel.param_names, args)):
+        if name not in kernel.pointers:
+            continue
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+            raise TypeError(f"argument '{name}' of kernel '{kernel.name}' is a pointer "
+                            f"({kernel.argtypes[k]}): pass an address as an int (such as "
+                            f"`a.__cuda_array_interface__['data'][0]`), not a "
+                            f"{type(value).__name__}")
+        alloc = memory.find(int(value))
+        if alloc is not None:
+            found[k] = DeviceArray(alloc, (alloc.count,), (alloc.dtype.itemsize,), 0)
+        elif value != 0:
+            raise TypeError(f"argument '{name}' of kernel '{kernel.name}' points to address "
+                            f"{int(value):#x}, which is in no array of the simulated device; "
+                            "pass the address of a device array's element")
+    return found
 
 
 def _captured_view(kernel: SimKernel, memory: DeviceMemory, entry: tuple) -> DeviceArray | None:

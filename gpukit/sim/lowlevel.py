@@ -67,7 +67,10 @@ def poll(typingctx, addr):
 
 @intrinsic
 def addr_of(typingctx, arr):
-    """The address of an array's first element."""
+    """The address of an array's first element (or a pointer's value)."""
+    if isinstance(arr, types.CPointer):
+        return types.intp(arr), lambda context, builder, signature, args: builder.ptrtoint(
+            args[0], ir.IntType(64))
     if not isinstance(arr, types.Array):
         return None
 

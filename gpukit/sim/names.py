@@ -22,7 +22,7 @@ _MISSING = object()
 # intrinsic name -> (category, helper or sync kind)
 #   coord: cuda.threadIdx etc. (attribute x/y/z), value: a value needing the context,
 #   call: a call taking the context first, pure: a call that needs nothing else,
-#   sync: a sync point (block or warp), atomic, shared, local, const, fence
+#   sync: a sync point (block or warp), atomic, shared, local, const, fence, pointer_array
 _DIM3 = {"threadIdx": "thread_idx", "blockIdx": "block_idx", "blockDim": "block_dim",
          "gridDim": "grid_dim"}
 _VALUES = {"laneid": "laneid", "warpsize": "warpsize"}
@@ -106,6 +106,9 @@ def _build() -> dict[int, Intrinsic]:
     from .cudamath import templates  # math functions, typed as numba-cuda types them
     for name, (func, _) in templates().items():
         add(func, Intrinsic("pure", f"math.{name}", f"math_{name}"))
+    from numba.cuda.np import numpy_support  # arrays over a raw pointer
+    add(numpy_support.carray, Intrinsic("pointer_array", "carray", "carray"))
+    add(numpy_support.farray, Intrinsic("pointer_array", "farray", "farray"))
     from numba.cuda import fp16
 
     from .half import FP16  # cuda.fp16 functions

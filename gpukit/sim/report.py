@@ -95,14 +95,30 @@ class ErrorContext:
                 return f"{decl.label}[{', '.join(str(int(v)) for v in coords)}]"
         return "a local array of a device function"
 
-    def space_at(self, addr: int) -> str:
-        """The memory space of the slot holding address `addr` ("global" when none does)."""
+    def slot_at(self, addr: int) -> int:
+        """The slot holding address `addr`, or -1."""
         c = self.c
         for k in range(int(c[L.NSLOTS])):
             s = L.HEADER + k * L.SLOT_FIELDS
             if c[s + L.S_BASE] <= addr < c[s + L.S_END]:
-                return self.space(k)
-        return "global"
+                return k
+        return -1
+
+    def space_at(self, addr: int) -> str:
+        """The memory space of the slot holding address `addr` ("global" when none does)."""
+        k = self.slot_at(addr)
+        return self.space(k) if k >= 0 else "global"
+
+    def pointer_target(self, base: int, index: int, itemsize: int) -> str:
+        """Where pointer `base` points and why element `index` from there is outside it."""
+        k = self.slot_at(base)
+        if k < 0:
+            return f"the pointer ({base:#x}) points into no array of this launch"
+        s = L.HEADER + k * L.SLOT_FIELDS
+        start, count = (base - int(self.c[s + L.S_BASE])) // itemsize, \
+            (int(self.c[s + L.S_END]) - int(self.c[s + L.S_BASE])) // itemsize
+        return (f"it points at element {start} of {self.infos[k].label} ({count} elements of "
+                f"{itemsize} bytes), so element {start + index} is outside 0..{count - 1}")
 
     def space(self, slot: int) -> str:
         return self.infos[slot].space if 0 <= slot < len(self.infos) else "global"
@@ -173,6 +189,16 @@ def kernel_error(ctx: ErrorContext) -> KernelError:
         else:
             msg += (f"; guard the access (e.g. `if i < {label}.shape[{a}]:`) or check the index "
                     "arithmetic")
+        return OutOfBoundsError(msg, **where)
+    if code == L.E_NO_SLOT:
+        if d:
+            msg = (f"'{text}' makes an array of {b + 1} elements over raw pointer {label}, and "
+                   f"{ctx.pointer_target(a, b, cc)}; make the array no longer than the memory "
+                   "the pointer points into (a GPU does not check it)")
+        else:
+            msg = (f"'{text}' indexes raw pointer {label} at {b}, and "
+                   f"{ctx.pointer_target(a, b, cc)}; a pointer has no bounds on a GPU, so guard "
+                   "the index (e.g. `if i < n:`)")
         return OutOfBoundsError(msg, **where)
     if code == L.E_UNDEF_USE:
         read = ctx.site(b)

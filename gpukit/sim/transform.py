@@ -1219,6 +1219,14 @@ class _ExprRewriter(ast.NodeTransformer):
                 return self._local(node)
             if cat == "const":
                 return self._const_array(node)
+            if cat == "pointer_array":  # checked to lie in one allocation when made
+                first = node.args[0] if node.args else None
+                site = rw.site(node, "expr", label=first.id if isinstance(first, ast.Name)
+                               else None)
+                return ast.Call(func=_name(P + spec.helper),
+                                args=[_name(CTX), _const(site), *self._args(node)],
+                                keywords=[ast.keyword(arg=k.arg, value=self.visit(k.value))
+                                          for k in node.keywords])
             if cat == "sync":
                 raise rw._unsupported(node, f"cuda.{spec.name} in this position")
             if cat == "grid":  # the grid group: only its sync() means anything (a sync point)

@@ -207,6 +207,13 @@ class SimNDArray(DeviceArray, DeviceNDArray):
         self._alloc.memory.record_transfer("d2d", self.nbytes)
         return result
 
+    def ravel(self, order: str = "C", stream: Any = 0) -> SimNDArray:
+        """A 1-D view; numba-cuda's NotImplementedError for an array not contiguous in
+        `order` (numba's ufuncs then copy it through the host, as they do on a GPU)."""
+        if not (self.is_c_contiguous() if order == "C" else self.is_f_contiguous()):
+            raise NotImplementedError("ravel on non-contiguous array")
+        return DeviceArray.ravel(self, order, stream)
+
     def view(self, dtype: Any) -> Any:
         raise UnsupportedOperationError(
             "view(dtype) of a simulated device array is not supported; copy it to the host and "

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from ..backends.validate import normalize_launch_bounds
+from ..backends.validate import check_launch_bounds, normalize_launch_bounds
 from ..errors import GpukitError, KernelTypingError, LaunchConfigError, UnsupportedKernelError
 from ..sim.compiler import cuda_typecheck
 from ..sim.device_array import DeviceArray
@@ -174,8 +174,9 @@ def launch(dispatcher: Any, griddim: Any, blockdim: Any, stream: Any, sharedmem:
     sim = current(required=True)
     if is_device_function(dispatcher):
         raise RuntimeError("Cannot compile a device function as a kernel")  # numba-cuda's error
-    try:
-        sim.backend.compile_kernel(dispatcher)  # a kernel it cannot run fails before any copy
+    signature = _pointer_signature(dispatcher)
+    try:  # a kernel it cannot run fails before any copy
+        kernel = sim.backend.compile_kernel(dispatcher, signature)
     except UnsupportedKernelError as exc:
         if not isinstance(exc, KernelTypingError):
             _typecheck(dispatcher, args)  # numba-cuda's own reason first, when it has one
@@ -184,7 +185,11 @@ def launch(dispatcher: Any, griddim: Any, blockdim: Any, stream: Any, sharedmem:
     args = _extended(dispatcher, args, stream, retr)
     values, copies = _arguments(sim, dispatcher, args, stream)
     try:
-        record = sim.backend.launch_kernel(dispatcher, griddim, blockdim, *values,
+        if signature is not None:  # launched as the kernel compiled for it: the dispatcher's
+            check_launch_bounds(kernel.name, blockdim,  # launch bounds are checked here
+                                dispatcher.targetoptions.get("launch_bounds"))
+        record = sim.backend.launch_kernel(dispatcher if signature is None else kernel, griddim,
+                                           blockdim, *values,
                                            stream=stream or 0, dynamic_shared_bytes=sharedmem)
     except LaunchConfigError as exc:
         raise as_driver_error(exc) from exc.__cause__
@@ -195,6 +200,18 @@ def launch(dispatcher: Any, griddim: Any, blockdim: Any, stream: Any, sharedmem:
     for write_back in retr:
         write_back()
     return record
+
+
+def _pointer_signature(dispatcher: Any) -> Any:
+    """The eager signature of a kernel declared with raw pointer parameters (`CPointer`
+    types), which the simulator's kernel needs to type them; None for the others (their
+    arguments are converted here, `_convert`)."""
+    from numba.core import types
+    signatures = signatures_of(dispatcher)
+    if signatures is None or len(signatures) != 1 or \
+            not any(isinstance(t, types.CPointer) for t in signatures[0]):
+        return None
+    return types.void(*signatures[0])
 
 
 def _typecheck(dispatcher: Any, args: tuple) -> None:

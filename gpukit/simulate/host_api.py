@@ -261,6 +261,21 @@ def as_cuda_array(obj: Any, sync: bool = True) -> Any:
         desc = {**desc, "strides": obj.strides}  # interface calls a broadcast contiguous)
     return from_cuda_array_interface(desc, owner=obj, sync=sync, what=f"a {type(obj).__name__}")
 
+def _broadcast(name: str, where: str) -> Any:
+    """numba's broadcasting method `where.name`, returning the simulated array's view (a
+    view with stride-0 axes) rather than numba's DeviceNDArray over the same memory."""
+    def method(self: Any, ary: Any, shape: Any) -> Any:
+        from .patching import original
+        return as_cuda_array(original(name, where)(self, ary, shape))
+    method.__name__ = name
+    return method
+
+
+broadcast_device = _broadcast("broadcast_device", "CUDAUFuncMechanism")
+_broadcast_scalar_input = _broadcast("_broadcast_scalar_input", "_CUDAGUFuncCallSteps")
+_broadcast_add_axis = _broadcast("_broadcast_add_axis", "_CUDAGUFuncCallSteps")
+
+
 def from_cuda_array_interface(desc: dict, owner: Any = None, sync: bool = True,
                               what: str = "the array") -> SimNDArray:
     """numba-cuda's `cuda.from_cuda_array_interface`: the simulated array `desc` describes.

@@ -12,7 +12,8 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-# (module, "CUDADispatcher", "CUDACodeLibrary", "Driver" or "_Runtime", attribute,
+# (module, or a class: "CUDADispatcher", "CUDACodeLibrary", "Driver", "_Runtime",
+#  "CUDAUFuncMechanism" or "_CUDAGUFuncCallSteps"; attribute,
 #  replacement in gpukit.simulate, why)
 _HOST = "host_api"
 _DISPATCH = "dispatch"
@@ -64,6 +65,12 @@ PATCHED: list[tuple[str, str, str, str, str]] = [
     ("CUDACodeLibrary", "get_cufunc", _COMPILED, "codelibrary_get_cufunc",
      ("numba-cuda's compiled kernels (overloads, inspect_asm, regs_per_thread) load onto the "
       "simulated device: attributes from ptxas, no driver")),
+    *[(where, name, _HOST, name, ("numba's ufuncs and gufuncs broadcast a device array by "
+                                  "building numba's DeviceNDArray over its gpu_data: the "
+                                  "simulated array's view instead, which copies to the host"))
+      for where, name in (("CUDAUFuncMechanism", "broadcast_device"),
+                          ("_CUDAGUFuncCallSteps", "_broadcast_scalar_input"),
+                          ("_CUDAGUFuncCallSteps", "_broadcast_add_axis"))],
     *[("_Runtime", name, _NRT, "nothing",
        ("numba-cuda's NRT memory system lives on a GPU; the simulator's kernels allocate "
         "through Numba's CPU runtime, which needs no setting up"))
@@ -91,6 +98,9 @@ def _target(where: str) -> Any:
     if where == "Driver":
         from numba.cuda.cudadrv.driver import Driver
         return Driver
+    if where in ("CUDAUFuncMechanism", "_CUDAGUFuncCallSteps"):
+        from numba.cuda import vectorizers
+        return getattr(vectorizers, where)
     if where == "_Runtime":
         from numba.cuda.memory_management.nrt import _Runtime
         return _Runtime
