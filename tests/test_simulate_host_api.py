@@ -370,8 +370,9 @@ def test_array_interfaces_the_simulation_cannot_take_are_refused_in_words(sim):
                                         r"not hold \(real GPU memory, or freed\)"):
         cuda.as_cuda_array(Wrapper({**interface, "data": (np.zeros(8).ctypes.data, False)}))
     with pytest.raises(TypeError, match=r"^a Wrapper reads the simulated device's int32 array "
-                                        r"as float32; the simulator keeps"):
-        cuda.as_cuda_array(Wrapper({**interface, "typestr": "<f4"}))
+                                        r"as float64; the simulator reads an array only as a "
+                                        r"dtype of the same size"):
+        cuda.as_cuda_array(Wrapper({**interface, "typestr": "<f8"}))
     with pytest.raises(TypeError, match=r"^a Wrapper describes bytes 0\.\.36 of a 32-byte "
                                         r"simulated allocation: not a view of it$"):
         cuda.as_cuda_array(Wrapper({**interface, "shape": (9,)}))
@@ -498,3 +499,27 @@ def test_numbas_ufuncs_broadcast_simulated_device_arrays(sim):
     np.testing.assert_array_equal(got.copy_to_host(), a - b)
     with pytest.raises(NotImplementedError, match="^ravel on non-contiguous array$"):
         cuda.to_device(np.zeros((4, 6)))[:, ::2].ravel()  # numba-cuda's error, as on a GPU
+
+
+def test_a_view_as_a_dtype_of_the_same_size_reads_the_same_bytes(sim):
+    days = np.array(["2026-11-27", "2026-11-28"], dtype="datetime64[D]")
+    d = cuda.to_device(days)
+    as_int = d.view(np.int64)
+    assert as_int.dtype == np.int64 and as_int[1:].dtype == np.int64
+    assert as_int.gpu_data == d.gpu_data != d[1:].gpu_data  # the same memory
+    np.testing.assert_array_equal(as_int.copy_to_host(), days.view(np.int64))
+
+    @cuda.jit
+    def next_day(x):
+        i = cuda.grid(1)
+        if i < x.size:
+            x[i] += 1
+
+    next_day[1, 2](as_int)  # a kernel gets the int64 view
+    np.testing.assert_array_equal(d.copy_to_host(), days + 1)
+    as_float = cuda.as_cuda_array(Wrapper({**d.__cuda_array_interface__, "typestr": "<f8"}))
+    assert as_float.dtype == np.float64
+    with pytest.raises(gpukit.errors.UnsupportedOperationError,
+                       match=r"view\(int32\) of a simulated datetime64\[D\] array: the "
+                             r"simulator views an array only as a dtype of the same size"):
+        d.view(np.int32)

@@ -59,7 +59,7 @@ def array_layout(shape: tuple[int, ...], strides: tuple[int, ...], itemsize: int
 def interface_view(memory: DeviceMemory, interface: dict, what: str) -> DeviceArray | None:
     """The device array over `memory` that a CUDA Array Interface describes (a view of the
     allocation holding its pointer), None for an empty array (a null pointer). TypeError, with
-    `what` naming it, for memory this device does not hold, a dtype other than the
+    `what` naming it, for memory this device does not hold, a dtype of another size than the
     allocation's, or a view past its end."""
     if interface.get("mask") is not None:
         raise NotImplementedError("Masked arrays are not supported")
@@ -77,17 +77,17 @@ def interface_view(memory: DeviceMemory, interface: dict, what: str) -> DeviceAr
             f"{what} lives in memory the simulated device does not hold (real GPU memory, or "
             "freed); copy it to the host and pass the numpy array (or cuda.to_device it) while "
             "gpukit's simulation mode is on")
-    if dtype != alloc.dtype:
+    if dtype.itemsize != alloc.dtype.itemsize:
         raise TypeError(f"{what} reads the simulated device's {alloc.dtype} array as "
-                        f"{dtype}; the simulator keeps each allocation's dtype (copy it to the "
-                        "host to reinterpret it)")
+                        f"{dtype}; the simulator reads an array only as a dtype of the same size "
+                        "(copy it to the host to reinterpret it)")
     offset = address - alloc.address
     low = offset + sum((n - 1) * s for n, s in zip(shape, strides) if s < 0)
     high = offset + sum((n - 1) * s for n, s in zip(shape, strides) if s > 0) + dtype.itemsize
     if low < 0 or high > alloc.nbytes or offset % dtype.itemsize:
         raise TypeError(f"{what} describes bytes {low}..{high} of a {alloc.nbytes}-byte "
                         "simulated allocation: not a view of it")
-    return DeviceArray(alloc, shape, strides, offset)
+    return DeviceArray(alloc, shape, strides, offset, dtype)
 
 
 class DeviceArray:
@@ -100,16 +100,20 @@ class DeviceArray:
     __array_priority__ = 1000  # make numpy defer binary operators to __array__'s refusal
 
     def __init__(self, alloc: Allocation, shape: tuple[int, ...], strides: tuple[int, ...],
-                 offset_bytes: int = 0):
+                 offset_bytes: int = 0, dtype: Any = None):
         self._alloc = alloc
         self.shape = tuple(int(s) for s in shape)
         self.strides = tuple(int(s) for s in strides)
         self.offset_bytes = int(offset_bytes)
+        # another dtype of the allocation's element size, which reads its bytes as that (a
+        # `view(dtype)`); None: the allocation's own
+        self._dtype = None if dtype is None or np.dtype(dtype) == alloc.dtype else \
+            np.dtype(dtype)
 
     # -- description -----------------------------------------------------------------------
     @property
     def dtype(self) -> np.dtype:
-        return self._alloc.dtype
+        return self._alloc.dtype if self._dtype is None else self._dtype
 
     @property
     def ndim(self) -> int:
@@ -196,7 +200,7 @@ class DeviceArray:
 
     def host_view(self) -> np.ndarray:
         """A numpy view of the device storage (the simulator's own access; not a copy)."""
-        return self.allocation.view(self.shape, self.strides, self.offset_bytes)
+        return self.allocation.view(self.shape, self.strides, self.offset_bytes, self._dtype)
 
     def element_offset(self) -> int:
         return self.offset_bytes // self.itemsize
@@ -283,7 +287,7 @@ class DeviceArray:
     def _view(self, shape: tuple[int, ...], strides: tuple[int, ...],
               offset_bytes: int) -> DeviceArray:
         """Another array over the same allocation (subclasses carry their own state along)."""
-        return DeviceArray(self._alloc, shape, strides, offset_bytes)
+        return DeviceArray(self._alloc, shape, strides, offset_bytes, self._dtype)
 
     def reshape(self, *shape: Any, order: str = "C") -> DeviceArray:
         """A view with another shape (no copy on the device): of a C-contiguous array in C

@@ -81,14 +81,15 @@ class Allocation:
         self.address = self.init_mask_address = self.writers_address = self.readers_address = 0
         self._views: dict[tuple, np.ndarray] = {}  # numpy views of the buffer, made once each
 
-    def view(self, shape: tuple[int, ...], strides: tuple[int, ...], offset: int) -> np.ndarray:
+    def view(self, shape: tuple[int, ...], strides: tuple[int, ...], offset: int,
+             dtype: np.dtype | None = None) -> np.ndarray:
         """A numpy view of the storage (kept: a loop of launches asks for the same ones; they
-        go when the allocation is released)."""
-        key = (shape, strides, offset)
+        go when the allocation is released); `dtype`: another of the same size, else its own."""
+        key = (shape, strides, offset, dtype)
         found = self._views.get(key)
         if found is None:
-            found = np.ndarray(shape, self.dtype, buffer=self.buffer(), offset=offset,
-                               strides=strides)
+            found = np.ndarray(shape, self.dtype if dtype is None else dtype,
+                               buffer=self.buffer(), offset=offset, strides=strides)
             if len(self._views) < 64:
                 self._views[key] = found
         return found

@@ -60,6 +60,13 @@ class SimPointer:
     def __int__(self) -> int:
         return self.device_pointer
 
+    def __eq__(self, other: object) -> bool:  # the same bytes: views of one array compare equal
+        return isinstance(other, SimPointer) and (self.device_pointer, self.size) == \
+            (other.device_pointer, other.size)
+
+    def __hash__(self) -> int:
+        return hash((self.device_pointer, self.size))
+
 
 class SimNDArray(DeviceArray, DeviceNDArray):
     """A numba-cuda device array on the simulated device (what `cuda.to_device` returns while
@@ -69,15 +76,15 @@ class SimNDArray(DeviceArray, DeviceNDArray):
     __cuda_ndarray__ = True
 
     def __init__(self, alloc: Any, shape: tuple[int, ...], strides: tuple[int, ...],
-                 offset_bytes: int = 0, *, owner: _Owner, stream: Any = 0):
-        DeviceArray.__init__(self, alloc, shape, strides, offset_bytes)
+                 offset_bytes: int = 0, *, owner: _Owner, stream: Any = 0, dtype: Any = None):
+        DeviceArray.__init__(self, alloc, shape, strides, offset_bytes, dtype)
         self._owner = owner
         self.stream = stream
 
     def _view(self, shape: tuple[int, ...], strides: tuple[int, ...],
               offset_bytes: int) -> SimNDArray:
         return SimNDArray(self._alloc, shape, strides, offset_bytes, owner=self._owner,
-                          stream=self.stream)
+                          stream=self.stream, dtype=self._dtype)
 
     # -- numba-cuda's description of the array --------------------------------------------------
     @property
@@ -214,10 +221,19 @@ class SimNDArray(DeviceArray, DeviceNDArray):
             raise NotImplementedError("ravel on non-contiguous array")
         return DeviceArray.ravel(self, order, stream)
 
-    def view(self, dtype: Any) -> Any:
-        raise UnsupportedOperationError(
-            "view(dtype) of a simulated device array is not supported; copy it to the host and "
-            "use numpy's view, then copy the result to the device")
+    def view(self, dtype: Any) -> SimNDArray:
+        """The same memory read as another dtype of the same size (`datetime64` as `int64`),
+        as numba-cuda's `view`. A dtype of another size would split or join the elements the
+        simulator's checks track, so it is refused."""
+        dtype = np.dtype(dtype)
+        if dtype.itemsize != self.dtype.itemsize:
+            raise UnsupportedOperationError(
+                f"view({dtype}) of a simulated {self.dtype} array: the simulator views an array "
+                f"only as a dtype of the same size ({self.dtype.itemsize} bytes), as its checks "
+                "track whole elements; copy it to the host and use numpy's view, then copy the "
+                "result to the device")
+        return SimNDArray(self._alloc, self.shape, self.strides, self.offset_bytes,
+                          owner=self._owner, stream=self.stream, dtype=dtype)
 
     def get_ipc_handle(self) -> Any:
         raise UnsupportedOperationError("IPC handles are not simulated (one process, one "
@@ -306,7 +322,7 @@ def import_interface(memory: Any, interface: dict, what: str,
         raise TypeError(f"{what} lives in memory the simulated device does not hold (real GPU "
                         "memory, or freed)")
     return SimNDArray(view.allocation, view.shape, view.strides, view.offset_bytes, owner=owner,
-                      stream=stream)
+                      stream=stream, dtype=view.dtype)
 
 
 def _collect(deallocations: Any, memory: Any, alloc: Any) -> None:
