@@ -14,7 +14,6 @@ caches, coalescing, occupancy and clocks are not modeled (see `gpukit.timing`).
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -216,8 +215,7 @@ class Timeline:
     def __init__(self, profile: Any, max_events: int = MAX_TIMELINE_EVENTS):
         self.profile = profile
         self.events = RecordLog(limit=max_events)  # the latest events (gpukit.sim.log)
-        self._ids = itertools.count(1)
-        self.streams_made = 0
+        self.streams_made = 0  # streams are numbered 1, 2, ... in the order they are made
         self._held: list[tuple] | None = None
         self.reset()
 
@@ -229,7 +227,7 @@ class Timeline:
         self.engine_free: dict[str, float] = {}
 
     def new_stream(self) -> SimStream:
-        self.streams_made = next(self._ids)
+        self.streams_made += 1
         return SimStream(self, self.streams_made)
 
     def external_stream(self, handle: int) -> SimStream:

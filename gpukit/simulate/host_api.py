@@ -261,6 +261,7 @@ def as_cuda_array(obj: Any, sync: bool = True) -> Any:
         desc = {**desc, "strides": obj.strides}  # interface calls a broadcast contiguous)
     return from_cuda_array_interface(desc, owner=obj, sync=sync, what=f"a {type(obj).__name__}")
 
+
 def _broadcast(name: str, where: str) -> Any:
     """numba's broadcasting method `where.name`, returning the simulated array's view (a
     view with stride-0 axes) rather than numba's DeviceNDArray over the same memory."""
@@ -281,7 +282,8 @@ def from_cuda_array_interface(desc: dict, owner: Any = None, sync: bool = True,
     """numba-cuda's `cuda.from_cuda_array_interface`: the simulated array `desc` describes.
     Its stream (a simulated stream's number) becomes the array's default stream, and with
     `sync` (and numba-cuda's CUDA_ARRAY_INTERFACE_SYNC) it is synchronized first, as
-    numba-cuda does."""
+    numba-cuda does. `owner` is accepted as numba-cuda's: the view shares its allocation's
+    owner, which keeps the memory alive."""
     from numba.cuda.core import config
     sim = _sim()
     handle = desc.get("stream")
