@@ -319,3 +319,97 @@ def test_a_division_the_block_might_fail_is_reported_by_the_first_thread():
             as info:
         be.launch_kernel(uniform_mid_region, 1, TPB, a, out, 0)
     assert info.value.thread == (0, 0, 0) and info.value.block == (0, 0, 0)
+
+
+# -- threads a region need not visit ------------------------------------------------------------
+def guarded_writes(out, b, op):
+    """Each thread that passes `threadIdx.x <op> b` (op chosen per launch) marks its element."""
+    t = cuda.threadIdx.x
+    cuda.syncthreads()
+    if op == 0:
+        cuda.syncthreads()
+        if t < b:
+            out[t, cuda.threadIdx.y] += 1
+    elif op == 1:
+        cuda.syncthreads()
+        if t <= b:
+            out[t, cuda.threadIdx.y] += 1
+    elif op == 2:
+        cuda.syncthreads()
+        if b == t:
+            out[t, cuda.threadIdx.y] += 1
+    elif op == 3:
+        cuda.syncthreads()
+        if b <= t:
+            out[t, cuda.threadIdx.y] += 1
+    else:
+        cuda.syncthreads()
+        if t > b and out.shape[0] > 0:
+            out[t, cuda.threadIdx.y] += 1
+    cuda.syncthreads()
+
+
+_OPS = [np.less, np.less_equal, np.equal, np.greater_equal, np.greater]
+
+
+def test_a_region_guarded_by_the_thread_index_visits_only_the_threads_it_lets_through():
+    source = CPUBackend().compile_kernel(tree_sum).sim.explain()
+    # the tree's steps visit threads [0, stride); the last region, thread 0 alone
+    assert "_g_lo, _g_hi = _g_thread_span(_g_c, 0, stride)\n" in source
+    assert "_g_lo, _g_hi = _g_thread_span(_g_c, 2, 0)\n" in source
+    assert source.count("_g_thread_span(") == 2  # not the first region: it has no such guard
+
+
+@pytest.mark.parametrize("schedule", ["ordered", "shuffle"])
+def test_a_guarded_region_runs_exactly_the_threads_its_guard_lets_through(schedule):
+    # each comparison, with integer and float bounds inside and outside the block, in 1-D and
+    # 2-D blocks (where threadIdx.x is not the thread's place in the block: every thread is
+    # visited) and under both schedules
+    be = CPUBackend(schedule=schedule)
+    kernel = be.compile_kernel(guarded_writes)
+    assert kernel.sim.regions and kernel.sim.explain().count("_g_thread_span(") == 5
+    for block in [(TPB, 1), (37, 1), (16, 2)]:
+        tx = np.arange(block[0])[:, None].repeat(block[1], axis=1)
+        for op, compare in enumerate(_OPS):
+            for b in (-2, -1, 0, 1, 15, 16, 36, 37, 63, 64, 65, 2**40, 2.5, -0.5, 36.0):
+                out = be.to_device(np.zeros(block, np.int32))
+                be.launch_kernel(kernel, 1, block, out, b, op)
+                np.testing.assert_array_equal(be.to_host(out), compare(tx, b).astype(np.int32),
+                                              err_msg=f"{block} op {op} b {b}")
+
+
+def leave_then_count(out):
+    """Threads 0-7 return in a region that visits only them; the others go on."""
+    t = cuda.threadIdx.x
+    cuda.syncthreads()
+    if t < 8:
+        return
+    cuda.syncthreads()
+    out[t] = cuda.syncthreads_count(1)
+
+
+def test_threads_the_guarded_region_did_not_visit_keep_the_block_running():
+    be = CPUBackend()
+    kernel = be.compile_kernel(leave_then_count)
+    assert kernel.sim.regions and "_g_thread_span(_g_c, 0, 8)" in kernel.sim.explain()
+    out = be.to_device(np.full(TPB, -1, np.int32))
+    be.launch_kernel(kernel, 1, TPB, out)
+    np.testing.assert_array_equal(be.to_host(out), [-1] * 8 + [TPB - 8] * (TPB - 8))
+
+
+def guarded_out_of_bounds(a, out):
+    s = cuda.shared.array(TPB, float32)
+    t = cuda.threadIdx.x
+    s[t] = a[t]
+    cuda.syncthreads()
+    if t < 40:
+        out[t] = s[t + 30]  # threads 34-39 read past the tile
+
+
+def test_checks_in_a_guarded_region_name_the_thread_that_fails():
+    be = CPUBackend()
+    a = be.to_device(np.arange(TPB, dtype=np.float32))
+    with pytest.raises(KernelError, match=r"'s\[t \+ 30\]' indexes shared array s \(shape "
+                       r"\(64,\)\) at 64, outside 0..63") as info:
+        be.launch_kernel(guarded_out_of_bounds, 1, TPB, a, be.to_device(np.zeros(TPB, np.float32)))
+    assert info.value.thread == (34, 0, 0)

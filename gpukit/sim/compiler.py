@@ -104,6 +104,7 @@ RUNTIME: dict[str, Any] = {P + name: value for name, value in {
     "gen_sizeof": lowlevel.gen_sizeof, "gen_put": lowlevel.gen_put,
     "gen_resume": lowlevel.gen_resume, "NODESC": access.NODESC, "desc": access.desc,
     "unraced": access.unraced, "count": runtime.count,
+    "thread_span": sync.thread_span, "alive_beyond": sync.alive_beyond,
 }.items()}
 RUNTIME["np"] = np
 

@@ -140,8 +140,12 @@ def _is_barrier(stmt: ast.stmt) -> bool:
 
 def _between(stmt: ast.stmt) -> bool:
     """Block-level code that runs no thread: an assignment (the region's `alive` count, a
-    value the block computes once) or the region's `if alive == 0: return`."""
+    value the block computes once), the kernel's last site counts (`runtime.count`) or the
+    region's `if alive == 0: return`."""
     if isinstance(stmt, ast.Assign):
+        return True
+    if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) \
+            and isinstance(stmt.value.func, ast.Name) and stmt.value.func.id == P + "count":
         return True
     return isinstance(stmt, ast.If) and len(stmt.body) == 1 \
         and isinstance(stmt.body[0], ast.Return) and not stmt.orelse \

@@ -36,7 +36,7 @@ import re
 
 from numba.core import types
 
-from . import intervals
+from . import intervals, sync
 from . import layout as L
 from .transform import CTX, P, _assign, _call, _const, _name
 
@@ -81,6 +81,8 @@ def split(body: list[ast.stmt], fences: bool, frames: bool = True
     kept -= hoisted
     index = {name: k for k, name in enumerate(sorted(kept))}
     builder = _Builder(index, fences, frames, hoisted)
+    builder.thread_x = _thread_x_names(body)
+    builder.block_names = (hoisted | block_level, stored)
     block = builder.block(body)
     intervals.mark_unraced(block, body)
     return inits + block, tuple(sorted(kept))
@@ -500,6 +502,26 @@ def _shared_arrays(body: list[ast.stmt]) -> set[str]:
     return declared - other
 
 
+# -- threads a region need not visit -------------------------------------------------------------
+_SPAN_OPS = {ast.Lt: sync.SPAN_LT, ast.LtE: sync.SPAN_LE, ast.Eq: sync.SPAN_EQ,
+             ast.GtE: sync.SPAN_GE, ast.Gt: sync.SPAN_GT}
+_MIRRORED = {ast.Lt: ast.Gt, ast.LtE: ast.GtE, ast.Eq: ast.Eq, ast.GtE: ast.LtE, ast.Gt: ast.Lt}
+
+
+def _thread_x_names(body: list[ast.stmt]) -> set[str]:
+    """Variables that hold the thread's threadIdx.x wherever they are read: assigned once, by
+    a statement of the kernel's top level, `name = cuda.threadIdx.x`."""
+    stores: dict[str, int] = {}
+    for node in ast.walk(ast.Module(body=body, type_ignores=[])):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            stores[node.id] = stores.get(node.id, 0) + 1
+    return {s.targets[0].id for s in body
+            if isinstance(s, ast.Assign) and len(s.targets) == 1
+            and isinstance(s.targets[0], ast.Name) and stores[s.targets[0].id] == 1
+            and isinstance(s.value, ast.Call) and isinstance(s.value.func, ast.Name)
+            and s.value.func.id == P + "tid_x"}
+
+
 # -- the block-level code ------------------------------------------------------------------------
 _END = -1  # a region that ends the kernel
 _ON = -2  # a region that ends at a block-level if/while/for: threads stay runnable
@@ -512,6 +534,9 @@ class _Builder:
         self.frames = frames
         self.hoisted = hoisted
         self.tests = 0
+        self.thread_x: set[str] = set()  # variables holding threadIdx.x (`span`)
+        # (names the block computes itself, names any thread stores)
+        self.block_names: tuple[set[str], set[str]] = (set(), set())
 
     def run(self, stmts: list[ast.stmt], exit_code: int) -> list[ast.stmt]:
         """A region, with the block-level values it assigns computed once by the block,
@@ -583,11 +608,51 @@ class _Builder:
         name = f"{P}b{self.tests}"
         return _name(name), self.region([_assign(name, expr)], _ON)
 
+    def span(self, stmts: list[ast.stmt]) -> tuple[int, ast.expr] | None:
+        """(comparison, bound) when the region does nothing in a thread whose threadIdx.x
+        fails a comparison with a value the block knows (`sync.thread_span`): its statements
+        are one `if` with no `else` (and the loop's watchdog tick), tested by that comparison
+        or by an `and` that starts with it; a tree reduction's `if tid < stride:`."""
+        guards = [s for s in stmts if not (isinstance(s, ast.Assign)
+                                           and isinstance(s.targets[0], ast.Name)
+                                           and s.targets[0].id == P + "ticks")]
+        if len(guards) != 1 or not isinstance(guards[0], ast.If) or guards[0].orelse:
+            return None
+        test = guards[0].test
+        if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+            test = test.values[0]
+        if not (isinstance(test, ast.Compare) and len(test.ops) == 1
+                and type(test.ops[0]) in _SPAN_OPS):
+            return None
+        left, op, right = test.left, type(test.ops[0]), test.comparators[0]
+        if isinstance(right, ast.Name) and right.id in self.thread_x:
+            left, op, right = right, _MIRRORED[op], left
+        if not (isinstance(left, ast.Name) and left.id in self.thread_x
+                and self.known_to_block(right)):
+            return None
+        return _SPAN_OPS[op], right
+
+    def known_to_block(self, expr: ast.expr) -> bool:
+        """Whether the block can evaluate `expr` before its threads run, to the value every
+        thread would: no call, and only names it computes itself or that no thread assigns
+        (parameters, globals)."""
+        own, stored = self.block_names
+        for node in ast.walk(expr):
+            if isinstance(node, ast.Call):
+                return False
+            if isinstance(node, ast.Name) and (node.id.startswith(P)
+                                               or (node.id in stored and node.id not in own)):
+                return False
+        return True
+
     def region(self, stmts: list[ast.stmt], exit_code: int) -> list[ast.stmt]:
         """Every runnable thread of the block runs `stmts`, one after the other."""
         if not stmts and exit_code == _ON:
             return []  # nothing to run (two barriers in a row): every thread stays as it is
         stmts = _flushed(copy.deepcopy(stmts))
+        tail: list[ast.stmt] = []  # the kernel's last counts: added once, by the block
+        while exit_code == _END and stmts and _is_flush(stmts[-1]):
+            tail.insert(0, stmts.pop())
         reads, surely = _exposed(stmts, set())
         stores = _stores(stmts)
         # a thread's own value first: what it reads, and what it may leave unwritten here
@@ -604,9 +669,17 @@ class _Builder:
             finish = f"{P}pause_thread({CTX})" if self.fences else "pass"
         start = f"{P}restore_thread({CTX}, {P}lt)" if self.fences \
             else f"{P}begin_thread({CTX}, {P}lt, False, {self.frames})"
+        span = self.span(stmts)
+        visit, beyond = f"{CTX}[{L.TPB}]", ""
+        if span is not None:  # visit only the threads that can pass the region's guard
+            visit = (f"{P}lo, {P}hi = {P}thread_span({CTX}, {span[0]}, {ast.unparse(span[1])})"
+                     f"\nfor {P}k in range({P}lo, {P}hi):")
+            beyond = f"{P}alive = {P}alive_beyond({CTX}, {P}alive, {P}lo, {P}hi)\n"
+        else:
+            visit = f"for {P}k in range({visit}):"
         template = ast.parse(
             f"{P}alive = 0\n"
-            f"for {P}k in range({CTX}[{L.TPB}]):\n"
+            f"{visit}\n"
             f"    {P}lt = {P}thread_at({CTX}, {P}k)\n"
             f"    if {P}runnable({CTX}, {P}lt):\n"
             f"        {start}\n"
@@ -618,15 +691,17 @@ class _Builder:
             f"        else:\n"
             f"            {P}alive += 1\n"
             f"            {finish}\n"
+            f"{beyond}"
             f"if {P}alive == 0:\n"
             f"    return\n").body
-        per_thread = template[1].body[1].body
+        loop = next(s for s in template if isinstance(s, ast.For))
+        per_thread = loop.body[1].body
         per_thread[1:1] = reload
         wrapper = per_thread[len(reload) + 2]
         wrapper.body[0:0] = _returns_leave(stmts)
         per_thread[len(reload) + 3:len(reload) + 3] = keep
         if exit_code == _END:
-            return template[:2]
+            return template[:template.index(loop) + 1] + tail
         return template
 
 
@@ -643,6 +718,16 @@ def _flushed(stmts: list[ast.stmt]) -> list[ast.stmt]:
                 and isinstance(stmt.value.func, ast.Name) and stmt.value.func.id == P + "count":
             out.append(_assign(stmt.value.args[3].id, _const(0)))
     return out
+
+
+def _is_flush(stmt: ast.stmt) -> bool:
+    """Whether `stmt` adds a site counter to the launch's, or starts it again at 0 (`_flushed`)."""
+    if isinstance(stmt, ast.Expr):
+        return isinstance(stmt.value, ast.Call) and isinstance(stmt.value.func, ast.Name) \
+            and stmt.value.func.id == P + "count"
+    return isinstance(stmt, ast.Assign) and isinstance(stmt.targets[0], ast.Name) \
+        and _ACCUMULATOR.fullmatch(stmt.targets[0].id) is not None \
+        and isinstance(stmt.value, ast.Constant)
 
 
 def _returns_leave(stmts: list[ast.stmt]) -> list[ast.stmt]:

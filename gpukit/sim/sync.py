@@ -528,6 +528,62 @@ def runnable(c, lt):
     return _get(c[L.XCH] + L.XCH_THREADS, lt, L.X_STATUS) == L.RUNNABLE
 
 
+# -- the threads a region's guard lets through ----------------------------------------------------
+# how a region's only statement compares the thread's threadIdx.x with a block-uniform bound
+# (gpukit.sim.regions._Builder.span): tid < bound, tid <= bound, tid == bound, >=, >
+SPAN_LT, SPAN_LE, SPAN_EQ, SPAN_GE, SPAN_GT = range(5)
+
+
+def thread_span(c, op, bound):
+    """The threads [lo, hi) of the running block that can pass `threadIdx.x <op> bound`: the
+    others would do nothing in the region, so the block does not visit them. Every thread
+    (0, blockDim) unless the block is 1-D, its threads run in index order (so the k-th thread
+    run is thread k: not under the shuffled schedule) and the bound is an integer."""
+
+
+@overload(thread_span, jit_options={'forceinline': True})
+def _ol_thread_span(c, op, bound):
+    if not isinstance(bound, types.Integer):
+        return lambda c, op, bound: (np.int64(0), c[L.TPB])
+    signed = bound.signed
+
+    def impl(c, op, bound):
+        tpb = c[L.TPB]
+        if c[L.TORDER] != 0 or c[L.BDY] != 1 or c[L.BDZ] != 1:
+            return np.int64(0), tpb
+        if signed:
+            b = max(min(np.int64(bound), tpb + 1), np.int64(-1))
+        else:
+            b = tpb + 1 if bound > tpb else np.int64(bound)
+        lo, hi = np.int64(0), tpb
+        if op == SPAN_LT:
+            hi = b
+        elif op == SPAN_LE:
+            hi = b + 1
+        elif op == SPAN_EQ:
+            lo, hi = b, b + 1
+        elif op == SPAN_GE:
+            lo = b
+        else:
+            lo = b + 1
+        lo = max(np.int64(0), min(lo, tpb))
+        return lo, max(lo, min(hi, tpb))
+    return impl
+
+
+@register_jitable
+def alive_beyond(c, alive, lo, hi):
+    """The block's threads still running after a region that visited only [lo, hi) of them
+    (`thread_span`): `alive`, the visited ones that did not return, or when none did, the
+    runnable threads it did not visit (0 only when every thread has returned)."""
+    if alive != 0:
+        return alive
+    for lt in range(c[L.TPB]):
+        if (lt < lo or lt >= hi) and runnable(c, lt):
+            alive += 1
+    return alive
+
+
 # -- grid.sync(): the blocks of a cooperative launch take turns ----------------------------------
 # A kernel that calls `cuda.cg.this_grid().sync()` runs every block up to its next grid.sync()
 # (or its end), one block after another, saving each block's state (shared memory with its
