@@ -463,12 +463,12 @@ def _element_source(ndim: int, store: bool, tuple_index: bool, direct: bool,
     descriptor has any) or "bare" (`ld_bare`: the bounds only)."""
     args = "c, obj, idx, value, site, d, n" if store else "c, obj, idx, site, d, n"
     lines = [f"def impl({args}):",
-             "    bc = d[8] & CHECK_BOUNDS if d[0] >= 0 else c[CHECKS] & CHECK_BOUNDS",
              "    addr = addr_of(obj)"]
     for k in range(ndim):
         src = f"idx[{k}]" if tuple_index else "idx"
         lines += [f"    i{k} = np.int64({src})",
-                  f"    if i{k} < 0 or i{k} >= obj.shape[{k}]:",
+                  f"    if i{k} < 0 or i{k} >= obj.shape[{k}]:",  # (the checks' flags only here)
+                  "        bc = d[8] & CHECK_BOUNDS if d[0] >= 0 else c[CHECKS] & CHECK_BOUNDS",
                   (f"        if (bc and (i{k} >= obj.shape[{k}] or i{k} < -obj.shape[{k}])) or "
                    f"(i{k} < 0 and i{k} >= -obj.shape[{k}] and c[CHECKS] & CHECK_WRAPAROUND):"),
                   f"            bounds_fail(c, site, {k}, i{k}, obj)",
