@@ -1300,3 +1300,28 @@ def test_carray_over_a_raw_pointer_is_checked_against_its_allocation(be):
             "makes an array of 6 elements over raw pointer ptr, and it points at element 1 of "
             "ptr (6 elements of 8 bytes), so element 6 is outside 0..5")):
         be.launch_kernel(kernel, 1, 1, start + 8, 6, out)
+
+
+
+_TABLE = np.array([1.0, 2.0, 3.0, 4.0], dtype=np.float32)
+
+
+def writes_constant_memory(out):
+    table = cuda.const.array_like(_TABLE)
+    i = cuda.grid(1)
+    if i < out.shape[0]:
+        out[i] = table[i]  # reads are fine; the write below is not
+        table[i] = 0.0
+
+
+@pytest.mark.parametrize("checks", [True, False])
+def test_a_write_to_constant_memory_is_refused_with_or_without_checks(checks):
+    # numba-cuda types constant memory read-only: the kernel is refused with its reason before
+    # it runs, whatever the checks
+    be = CPUBackend(checks=checks)
+    out = be.to_device(np.zeros(4, np.float32))
+    with pytest.raises(UnsupportedKernelError, match=re.escape(
+            "numba-cuda would not compile kernel 'writes_constant_memory' for a GPU")) as info:
+        be.launch_kernel(writes_constant_memory, 1, 4, out)
+    assert "Cannot modify readonly array of type: readonly array(float32, 1d, C)" \
+        in str(info.value)
