@@ -105,6 +105,7 @@ RUNTIME: dict[str, Any] = {P + name: value for name, value in {
     "gen_resume": lowlevel.gen_resume, "NODESC": access.NODESC, "desc": access.desc,
     "unraced": access.unraced, "count": runtime.count,
     "thread_span": sync.thread_span, "alive_beyond": sync.alive_beyond,
+    "block_threads": sync.block_threads, "nth_runnable": sync.nth_runnable,
 }.items()}
 RUNTIME["np"] = np
 

@@ -679,9 +679,10 @@ class _Builder:
             visit = f"for {P}k in range({visit}):"
         template = ast.parse(
             f"{P}alive = 0\n"
+            f"{P}threads = {P}block_threads({CTX})\n"
             f"{visit}\n"
-            f"    {P}lt = {P}thread_at({CTX}, {P}k)\n"
-            f"    if {P}runnable({CTX}, {P}lt):\n"
+            f"    {P}lt, {P}runs = {P}nth_runnable({P}threads, {P}k)\n"
+            f"    if {P}runs:\n"
             f"        {start}\n"
             f"        {P}ret = False\n"
             f"        while True:\n"

@@ -528,6 +528,22 @@ def runnable(c, lt):
     return _get(c[L.XCH] + L.XCH_THREADS, lt, L.X_STATUS) == L.RUNNABLE
 
 
+@register_jitable(forceinline=True)
+def block_threads(c):
+    """What a region's loop over the block's threads reads once, before it starts: where the
+    order threads run in is (0: index order) and where their exchange fields are."""
+    return c[L.TORDER], c[L.XCH] + L.XCH_THREADS
+
+
+@register_jitable(forceinline=True)
+def nth_runnable(threads, k):
+    """The `k`-th thread to run (`thread_at`) and whether it is runnable (`runnable`), from
+    `block_threads`'s values."""
+    order, x = threads
+    lt = load_i64(order + k * 8) if order != 0 else k
+    return lt, _get(x, lt, L.X_STATUS) == L.RUNNABLE
+
+
 # -- the threads a region's guard lets through ----------------------------------------------------
 # how a region's only statement compares the thread's threadIdx.x with a block-uniform bound
 # (gpukit.sim.regions._Builder.span): tid < bound, tid <= bound, tid == bound, >=, >
