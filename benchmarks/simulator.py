@@ -342,8 +342,8 @@ def full_run_sections() -> list[tuple[str, str, str]]:
          "3, after a warm-up) and the modeled GPU time of the same launches (launch overhead "
          "plus the larger of counted global bytes over bandwidth and declared flops over peak "
          "FP32; a model, not a measurement). The simulator's cost follows the statements each "
-         "thread executes and the barriers it waits at, not GPU work: tiled gemm costs it more "
-         "than naive, while the model shows tiling cutting global traffic."),
+         "thread executes and the barriers it waits at, not GPU work; the model follows the "
+         "global traffic, which tiling cuts."),
          report.markdown_table(ops_bench.HEADERS, ops_bench.rows(log=log))),
     ]
 
