@@ -1325,3 +1325,39 @@ def test_a_write_to_constant_memory_is_refused_with_or_without_checks(checks):
         be.launch_kernel(writes_constant_memory, 1, 4, out)
     assert "Cannot modify readonly array of type: readonly array(float32, 1d, C)" \
         in str(info.value)
+
+
+# -- which arguments get race records ------------------------------------------------------------
+def reads_its_input_by_shape(a, out):
+    """`a` is only read: its shape feeds range() and a variable, its elements a shared tile."""
+    tile = cuda.shared.array(32, np.float32)
+    t = cuda.threadIdx.x
+    n = a.shape[0]
+    tile[t] = a[t] if t < n else 0.0
+    cuda.syncthreads()
+    acc = 0.0
+    for k in range(a.shape[0]):
+        acc += tile[k % 32]
+    out[t] = acc
+
+
+def writes_through_an_alias(a, out):
+    dst = out
+    dst[0] = a[cuda.threadIdx.x]  # every thread writes the same element: a race
+
+
+def test_an_input_read_through_its_shape_and_elements_gets_no_race_records(be):
+    # race records (8 bytes per element each) are made only for arrays a kernel may write;
+    # reading an array's shape or storing its elements elsewhere writes nothing through it
+    a = be.to_device(np.ones(32, np.float32))
+    out = be.to_device(np.zeros(32, np.float32))
+    be.launch_kernel(reads_its_input_by_shape, 1, 32, a, out)
+    np.testing.assert_array_equal(be.to_host(out), np.full(32, 32, np.float32))
+    assert not a.allocation.has_race_records and out.allocation.has_race_records
+
+
+def test_an_array_written_through_an_alias_keeps_its_race_records(be):
+    a = be.to_device(np.arange(4, dtype=np.float32))
+    out = be.to_device(np.zeros(4, np.float32))
+    with pytest.raises(RaceConditionError, match=r"dst\[0\]"):  # (found by its records)
+        be.launch_kernel(writes_through_an_alias, 1, 4, a, out)

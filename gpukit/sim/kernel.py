@@ -235,14 +235,17 @@ def param_usage(unit: Unit, params: tuple[str, ...]) -> dict[str, tuple[bool, bo
                 continue
             for arg in list(node.args) + [k.value for k in node.keywords]:
                 root = _root(arg)
-                if root in usage and not isinstance(arg, ast.Attribute):
+                if root in usage and not _metadata(arg):
                     usage[root] = [True, True]
         elif isinstance(node, (ast.Assign, ast.For)):
             value = node.value if isinstance(node, ast.Assign) else node.iter
+            # stored into elements or fields (`s[t] = a[i]`), a value is copied, never aliased
+            copied = isinstance(node, ast.Assign) and all(
+                isinstance(t, (ast.Subscript, ast.Attribute)) for t in node.targets)
             for sub in ast.walk(value):
                 if isinstance(sub, ast.Name) and sub.id in usage:
                     usage[sub.id][0] = True
-                    if not _is_element_or_attr(value, sub.id):
+                    if not copied and not _is_element_or_attr(value, sub.id):
                         usage[sub.id][1] = True
     return {p: (r, w) for p, (r, w) in usage.items()}
 
@@ -263,7 +266,23 @@ def _is_element_or_attr(value: ast.expr, name: str) -> bool:
     feeds arithmetic (not a bare alias or view assigned whole)."""
     if isinstance(value, ast.Name) and value.id == name:
         return False
-    return not (isinstance(value, ast.Subscript) and _root(value) == name)  # may be a view
+    # `a[i]` may be a view; `a.shape[1]` is a number
+    return not (isinstance(value, ast.Subscript) and _root(value) == name
+                and not _metadata(value))
+
+
+# an array's attributes that describe it without giving access to its elements
+_METADATA = frozenset({"shape", "size", "ndim", "strides", "dtype", "itemsize", "nbytes"})
+
+
+def _metadata(node: ast.expr) -> bool:
+    """Whether `node` (an attribute or subscript chain on a name) reads an array's metadata,
+    such as `a.shape[1]` or `a.size`, rather than the array or a view of it (`a`, `a[i]`, `a.T`)."""
+    while isinstance(node, (ast.Subscript, ast.Attribute)):
+        if isinstance(node, ast.Attribute) and node.attr in _METADATA:
+            return True
+        node = node.value
+    return False
 
 
 __all__ = ["NeedsArgumentDtypes", "SimKernel", "UnsupportedKernelError", "names",
