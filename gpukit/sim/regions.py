@@ -669,14 +669,12 @@ class _Builder:
             finish = f"{P}pause_thread({CTX})" if self.fences else "pass"
         start = f"{P}restore_thread({CTX}, {P}lt)" if self.fences \
             else f"{P}begin_thread({CTX}, {P}lt, False, {self.frames})"
+        visit, beyond = f"for {P}k in range({CTX}[{L.TPB}]):", ""
         span = self.span(stmts)
-        visit, beyond = f"{CTX}[{L.TPB}]", ""
         if span is not None:  # visit only the threads that can pass the region's guard
             visit = (f"{P}lo, {P}hi = {P}thread_span({CTX}, {span[0]}, {ast.unparse(span[1])})"
                      f"\nfor {P}k in range({P}lo, {P}hi):")
             beyond = f"{P}alive = {P}alive_beyond({CTX}, {P}alive, {P}lo, {P}hi)\n"
-        else:
-            visit = f"for {P}k in range({visit}):"
         template = ast.parse(
             f"{P}alive = 0\n"
             f"{P}threads = {P}block_threads({CTX})\n"
