@@ -1361,3 +1361,16 @@ def test_an_array_written_through_an_alias_keeps_its_race_records(be):
     out = be.to_device(np.zeros(4, np.float32))
     with pytest.raises(RaceConditionError, match=r"dst\[0\]"):  # (found by its records)
         be.launch_kernel(writes_through_an_alias, 1, 4, a, out)
+
+
+def writes_through_a_tuple(a, out):
+    pair = (a, out)
+    pair[1][0] = a[cuda.threadIdx.x]  # every thread writes out[0] through the tuple
+
+
+def test_an_array_written_through_a_tuple_keeps_its_race_records(be):
+    a = be.to_device(np.arange(4, dtype=np.float32))
+    out = be.to_device(np.zeros(4, np.float32))
+    with pytest.raises(RaceConditionError, match=re.escape(
+            "data race on out[0]: thread (1, 0, 0) of block (0, 0, 0) writes it at line ")):
+        be.launch_kernel(writes_through_a_tuple, 1, 4, a, out)

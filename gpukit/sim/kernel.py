@@ -242,12 +242,38 @@ def param_usage(unit: Unit, params: tuple[str, ...]) -> dict[str, tuple[bool, bo
             # stored into elements or fields (`s[t] = a[i]`), a value is copied, never aliased
             copied = isinstance(node, ast.Assign) and all(
                 isinstance(t, (ast.Subscript, ast.Attribute)) for t in node.targets)
-            for sub in ast.walk(value):
-                if isinstance(sub, ast.Name) and sub.id in usage:
-                    usage[sub.id][0] = True
-                    if not copied and not _is_element_or_attr(value, sub.id):
-                        usage[sub.id][1] = True
+            for name in _names_in(value, usage):
+                usage[name][0] = True
+            if not copied:
+                for name in _aliased(value, usage):
+                    usage[name][1] = True
     return {p: (r, w) for p, (r, w) in usage.items()}
+
+
+def _names_in(value: ast.expr, names: dict) -> set[str]:
+    return {n.id for n in ast.walk(value) if isinstance(n, ast.Name) and n.id in names}
+
+
+def _aliased(value: ast.expr, names: dict) -> set[str]:
+    """The `names` that `value` may hand on whole when assigned to a variable: the value itself
+    or an element or part of a tuple, list or conditional expression that is the name, or a
+    subscript of it (`a[i]` may be a view of a 2-D `a`), unless it reads metadata (`a.shape[1]`).
+    Uses in arithmetic, comparisons and calls' results are values."""
+    found: set[str] = set()
+    todo = [value]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, (ast.Tuple, ast.List)):
+            todo += node.elts
+        elif isinstance(node, ast.IfExp):
+            todo += [node.body, node.orelse]
+        elif isinstance(node, (ast.Starred, ast.NamedExpr)):
+            todo.append(node.value)
+        elif isinstance(node, (ast.Name, ast.Subscript, ast.Attribute)):
+            root = _root(node)
+            if root in names and not _metadata(node):
+                found.add(root)
+    return found
 
 
 def _original_source(unit: Unit) -> str:
@@ -259,16 +285,6 @@ def _root(node: ast.AST) -> str | None:
     while isinstance(node, (ast.Subscript, ast.Attribute)):
         node = node.value
     return node.id if isinstance(node, ast.Name) else None
-
-
-def _is_element_or_attr(value: ast.expr, name: str) -> bool:
-    """Whether every use of `name` in `value` is an attribute or a subscript of it whose result
-    feeds arithmetic (not a bare alias or view assigned whole)."""
-    if isinstance(value, ast.Name) and value.id == name:
-        return False
-    # `a[i]` may be a view; `a.shape[1]` is a number
-    return not (isinstance(value, ast.Subscript) and _root(value) == name
-                and not _metadata(value))
 
 
 # an array's attributes that describe it without giving access to its elements
