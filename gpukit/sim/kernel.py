@@ -242,16 +242,13 @@ def param_usage(unit: Unit, params: tuple[str, ...]) -> dict[str, tuple[bool, bo
             # stored into elements or fields (`s[t] = a[i]`), a value is copied, never aliased
             copied = isinstance(node, ast.Assign) and all(
                 isinstance(t, (ast.Subscript, ast.Attribute)) for t in node.targets)
-            for name in _names_in(value, usage):
-                usage[name][0] = True
+            for sub in ast.walk(value):
+                if isinstance(sub, ast.Name) and sub.id in usage:
+                    usage[sub.id][0] = True
             if not copied:
                 for name in _aliased(value, usage):
                     usage[name][1] = True
     return {p: (r, w) for p, (r, w) in usage.items()}
-
-
-def _names_in(value: ast.expr, names: dict) -> set[str]:
-    return {n.id for n in ast.walk(value) if isinstance(n, ast.Name) and n.id in names}
 
 
 def _aliased(value: ast.expr, names: dict) -> set[str]:

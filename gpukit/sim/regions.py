@@ -80,9 +80,8 @@ def split(body: list[ast.stmt], fences: bool, frames: bool = True
     kept = {n for n in _kept(regions, region_stores, body) if not _ACCUMULATOR.fullmatch(n)}
     kept -= hoisted
     index = {name: k for k, name in enumerate(sorted(kept))}
-    builder = _Builder(index, fences, frames, hoisted)
-    builder.thread_x = _thread_x_names(body)
-    builder.block_names = (hoisted | block_level, stored)
+    builder = _Builder(index, fences, frames, hoisted, _thread_x_names(body),
+                       (hoisted | block_level, stored))
     block = builder.block(body)
     intervals.mark_unraced(block, body)
     return inits + block, tuple(sorted(kept))
@@ -528,15 +527,15 @@ _ON = -2  # a region that ends at a block-level if/while/for: threads stay runna
 
 
 class _Builder:
-    def __init__(self, index: dict[str, int], fences: bool, frames: bool, hoisted: set[str]):
+    def __init__(self, index: dict[str, int], fences: bool, frames: bool, hoisted: set[str],
+                 thread_x: set[str], block_names: tuple[set[str], set[str]]):
         self.index = index
         self.fences = fences
         self.frames = frames
         self.hoisted = hoisted
         self.tests = 0
-        self.thread_x: set[str] = set()  # variables holding threadIdx.x (`span`)
-        # (names the block computes itself, names any thread stores)
-        self.block_names: tuple[set[str], set[str]] = (set(), set())
+        self.thread_x = thread_x  # variables holding threadIdx.x (`span`)
+        self.block_names = block_names  # (names the block computes itself, any thread stores)
 
     def run(self, stmts: list[ast.stmt], exit_code: int) -> list[ast.stmt]:
         """A region, with the block-level values it assigns computed once by the block,
