@@ -209,3 +209,8 @@ class GpukitWarning(UserWarning):
 
 class ImplicitTransferWarning(GpukitWarning):
     """A kernel was given host arrays, so they were copied to the device and back implicitly."""
+
+
+class ReinterpretedArrayWarning(GpukitWarning):
+    """A kernel compiled for one signature was given an array of another dtype of the same size:
+    numba-cuda passes its bytes unchanged, so the kernel reads them as the declared dtype."""

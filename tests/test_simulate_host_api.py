@@ -21,7 +21,7 @@ from numba.cuda.random import (
 )
 
 import gpukit
-from gpukit.errors import OutOfMemoryError, UninitializedMemoryError
+from gpukit.errors import OutOfMemoryError, ReinterpretedArrayWarning, UninitializedMemoryError
 
 pytestmark = pytest.mark.filterwarnings("ignore:Grid size")
 
@@ -185,6 +185,40 @@ def test_eager_signatures_are_honoured():
                 "array(float32, 1d, C)")):
             scale[1, 32](np.zeros(8), 2, out)
         assert scale.targetoptions["device"] is False
+
+
+def test_a_specialized_kernel_reads_a_same_size_array_as_its_declared_dtype():
+    # numba-cuda's dispatcher for one signature checks no argument types: the array's bytes
+    # go to the kernel unchanged (its test_atomic_sub3 passes uint32 for int32[:, :])
+    with gpukit.simulate():
+        @cuda.jit("void(int32[:])")
+        def decrement(x):
+            x[cuda.grid(1)] -= 1
+
+        values = np.array([5, 0, 7, 1], np.uint32)
+        with pytest.warns(ReinterpretedArrayWarning, match=re.escape(
+                "a uint32 array is passed for a parameter declared array(int32, 1d, A): "
+                "numba-cuda checks no types when launching a kernel compiled for one "
+                "signature, so the kernel reads the array's bytes as int32")):
+            decrement[1, 4](values)
+        np.testing.assert_array_equal(values, np.array([4, 0xFFFFFFFF, 6, 0], np.uint32))
+        device = cuda.to_device(np.array([1.0, 2.0], np.float32))
+        with pytest.warns(ReinterpretedArrayWarning):
+            decrement[1, 2](device)
+        np.testing.assert_array_equal(device.copy_to_host().view(np.int32),
+                                      np.array([1.0, 2.0], np.float32).view(np.int32) - 1)
+        # another size or dimensionality cannot be passed as it is: numba-cuda's TypeError
+        for wrong in (np.zeros(4, np.int64), np.zeros((2, 2), np.int32)):
+            with pytest.raises(TypeError, match="No matching definition"):
+                decrement[1, 4](wrong)
+
+        @cuda.jit(["void(int32[:])"])  # a list of signatures: types are matched
+        def listed(x):
+            x[cuda.grid(1)] -= 1
+
+        with pytest.raises(TypeError, match=re.escape(
+                "No matching definition for argument type(s) array(uint32, 1d, C)")):
+            listed[1, 4](values)
 
 
 def test_jit_accepts_numba_cudas_keywords_and_device_functions():

@@ -16,7 +16,13 @@ from typing import Any
 import numpy as np
 
 from ..backends.validate import check_launch_bounds, normalize_launch_bounds
-from ..errors import GpukitError, KernelTypingError, LaunchConfigError, UnsupportedKernelError
+from ..errors import (
+    GpukitError,
+    KernelTypingError,
+    LaunchConfigError,
+    ReinterpretedArrayWarning,
+    UnsupportedKernelError,
+)
 from ..sim.compiler import cuda_typecheck
 from ..sim.device_array import DeviceArray
 from ..sim.kernel import is_device_function
@@ -287,7 +293,7 @@ def _arguments(sim: Any, dispatcher: Any, args: tuple, stream: Any) -> tuple[lis
                  and not isinstance(a, (DeviceArray, np.ndarray)) else a for a in args)
     signatures = signatures_of(dispatcher)
     if signatures is not None:
-        args = _convert(args, _best_first(dispatcher, args, signatures))
+        args = _convert(args, _best_first(dispatcher, args, signatures), dispatcher.specialized)
     values, copies = [], []
     for arg in args:
         hint = None
@@ -344,9 +350,15 @@ def _best_first(dispatcher: Any, args: tuple, signatures: list) -> list:
     return [best.args, *(s for s in signatures if tuple(s) != tuple(best.args))]
 
 
-def _convert(args: tuple, signatures: list) -> tuple:
+def _convert(args: tuple, signatures: list, specialized: bool = False) -> tuple:
     """The arguments converted to the first eager signature they fit, as numba-cuda's
-    dispatcher does when it may not compile new versions (TypeError when none fits)."""
+    dispatcher does when it may not compile new versions (TypeError when none fits).
+
+    A specialized dispatcher (`cuda.jit("void(int32[:])")`: one signature, not a list) checks
+    no argument types at launch: numba-cuda passes an array's memory as it is, so an array of
+    another dtype of the same size is read bit for bit as the declared one. The simulator does
+    the same, with a ReinterpretedArrayWarning, since on a GPU that is a silent bug as often as
+    a deliberate cast."""
     from numba.cuda.args import ArgHint
     for argtypes in signatures:
         if len(argtypes) != len(args):
@@ -354,7 +366,7 @@ def _convert(args: tuple, signatures: list) -> tuple:
         converted = []
         for ty, arg in zip(argtypes, args):
             value = arg.value if isinstance(arg, ArgHint) else arg
-            ok, new = _fit(ty, value)
+            ok, new = _fit(ty, value, specialized)
             if not ok:
                 break
             converted.append(type(arg)(new) if isinstance(arg, ArgHint) else new)
@@ -365,7 +377,7 @@ def _convert(args: tuple, signatures: list) -> tuple:
     raise TypeError(f"No matching definition for argument type(s) {found}")
 
 
-def _fit(ty: Any, value: Any) -> tuple[bool, Any]:
+def _fit(ty: Any, value: Any, specialized: bool = False) -> tuple[bool, Any]:
     from numba.core import types
     from numba.np.numpy_support import as_dtype
 
@@ -375,8 +387,21 @@ def _fit(ty: Any, value: Any) -> tuple[bool, Any]:
             return False, value
         layout_ok = ty.layout == "A" or (
             value.flags["C_CONTIGUOUS"] if ty.layout == "C" else value.flags["F_CONTIGUOUS"])
-        same = np.dtype(value.dtype) == as_dtype(ty.dtype) and value.ndim == ty.ndim
-        return (same and layout_ok), value
+        declared = as_dtype(ty.dtype)
+        if not (layout_ok and value.ndim == ty.ndim):
+            return False, value
+        if np.dtype(value.dtype) == declared:
+            return True, value
+        if specialized and np.dtype(value.dtype).itemsize == declared.itemsize and \
+                hasattr(value, "view"):
+            warnings.warn(ReinterpretedArrayWarning(
+                f"a {value.dtype} array is passed for a parameter declared {ty}: numba-cuda "
+                f"checks no types when launching a kernel compiled for one signature, so the "
+                f"kernel reads the array's bytes as {declared}; convert it with "
+                f".astype({declared}) if the values should be kept"),
+                stacklevel=user_stacklevel())
+            return True, value.view(declared)
+        return False, value
     if isinstance(ty, (types.Integer, types.Float, types.Complex, types.Boolean)):
         if isinstance(value, (np.ndarray, DeviceArray)) or not isinstance(
                 value, (bool, int, float, complex, np.generic)):
