@@ -584,9 +584,10 @@ def _typing_error(func: pytypes.FunctionType, exc: Exception) -> KernelTypingErr
         lineno = found[-1] if found else getattr(getattr(exc, "loc", None), "line", None)
     if lineno is None:
         lineno = _line_naming(func, text)
-    detail = "\n".join(ln for ln in text.splitlines()  # numba-cuda's lines, verbatim
-                       if not ln.startswith(("During:", "Failed in")) and "<source" not in ln
-                       ).strip()
+    detail = "\n".join(ln for ln in text.splitlines()  # numba-cuda's lines, verbatim, its
+                       if not ln.startswith(("Failed in", "During: Pass ")) and "<source" not in
+                       ln).strip()  # with its "During:" chain: which call it was typing
+    detail = re.sub(r"\n{3,}", "\n\n", detail)
     return typing_error_as(exc, f"numba-cuda would not compile kernel '{func.__name__}' "
                            f"for a GPU (the simulator runs what numba-cuda compiles): {detail}",
                            kernel=func.__name__, lineno=lineno, filename=filename)
