@@ -5,6 +5,7 @@ ptxas) need no GPU."""
 
 from __future__ import annotations
 
+import pickle
 from collections import OrderedDict
 
 import numpy as np
@@ -228,3 +229,26 @@ def test_a_kernel_that_calls_linked_code_is_inspected_before_linking():
         a = np.zeros(64, np.int32)
         grid_wide[2, 32](a)  # and the simulator runs it
         assert (a == 1).all()
+
+
+def test_pre_launch_callbacks_see_the_compiled_kernel_and_the_configured_launch(compiles):
+    with gpukit.simulate("T4"):
+        kernel = _atomic_sum()
+        configured = kernel[(2,), 32]
+        assert (configured.griddim, configured.blockdim) == ((2, 1, 1), (32, 1, 1))  # numba's
+        seen = []
+        configured.pre_launch_callbacks.append(
+            lambda compiled_kernel, config: seen.append((compiled_kernel, config)))
+        total = np.zeros(1)
+        configured(total, np.ones(64))
+        configured(total, np.ones(64))
+        assert total[0] == 128.0
+        argtypes = (float64[::1], float64[::1])
+        assert [config for _, config in seen] == [configured, configured]
+        assert seen[0][0] is seen[1][0] is kernel.overloads[argtypes]  # numba-cuda's _Kernel
+        assert compiles == [argtypes]  # compiled once, for the callbacks
+        with pytest.raises(pickle.PicklingError, match=(
+                "Cannot pickle configured launches with pre-launch callbacks")):
+            pickle.dumps(configured)
+        again = pickle.loads(pickle.dumps(kernel[3, 8]))  # without callbacks: as numba-cuda
+        assert (again.griddim, again.blockdim) == ((3, 1, 1), (8, 1, 1))

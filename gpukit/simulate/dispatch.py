@@ -10,6 +10,7 @@ that ends at the user's launch line. `jit` makes dispatchers without compiling f
 
 from __future__ import annotations
 
+import pickle
 import warnings
 from typing import Any
 
@@ -109,20 +110,29 @@ class SimLaunch:
 
     def __init__(self, dispatcher: Any, griddim: Any, blockdim: Any, stream: Any = 0,
                  sharedmem: Any = 0):
+        from numba.cuda.errors import normalize_kernel_dimensions
+        # numba-cuda's errors when configured, and its (x, y, z) triples
+        griddim, blockdim = normalize_kernel_dimensions(griddim, blockdim)
         self.dispatcher, self.griddim, self.blockdim = dispatcher, griddim, blockdim
         self.stream, self.sharedmem = stream, sharedmem
+        # numba-cuda's host-side hooks: each is called as callback(kernel, launch_config)
+        # just before the launch, `kernel` being numba-cuda's compiled overload it runs
         self.pre_launch_callbacks: list = []
-        from numba.cuda.errors import normalize_kernel_dimensions
-        normalize_kernel_dimensions(griddim, blockdim)  # numba-cuda's errors, when configured
         _warn_low_occupancy(griddim)
 
     def __call__(self, *args: Any) -> None:
         __tracebackhide__ = True  # pytest and IPython: the user's launch line is the last frame
         try:
             launch(self.dispatcher, self.griddim, self.blockdim, self.stream, self.sharedmem,
-                   args)
+                   args, self)
         except GpukitError as exc:
             raise exc.with_traceback(None) from exc.__cause__
+
+    def __getstate__(self) -> dict:
+        if self.pre_launch_callbacks:  # numba-cuda's error
+            raise pickle.PicklingError(
+                "Cannot pickle configured launches with pre-launch callbacks")
+        return self.__dict__.copy()
 
 
 class SimForAll:
@@ -175,8 +185,9 @@ def _warn_low_occupancy(griddim: Any) -> None:
 
 
 def launch(dispatcher: Any, griddim: Any, blockdim: Any, stream: Any, sharedmem: Any,
-           args: tuple) -> Any:
-    """Run one launch of a numba-cuda dispatcher on the active simulation."""
+           args: tuple, config: SimLaunch | None = None) -> Any:
+    """Run one launch of a numba-cuda dispatcher on the active simulation (`config`: the
+    configured launch it came from, whose pre-launch callbacks run before it)."""
     sim = current(required=True)
     if is_device_function(dispatcher):
         raise RuntimeError("Cannot compile a device function as a kernel")  # numba-cuda's error
@@ -190,6 +201,11 @@ def launch(dispatcher: Any, griddim: Any, blockdim: Any, stream: Any, sharedmem:
     retr: list = []  # numba-cuda's write-backs that extensions register, run after the launch
     args = _extended(dispatcher, args, stream, retr)
     values, copies = _arguments(sim, dispatcher, args, stream)
+    if config is not None and config.pre_launch_callbacks:
+        argtypes = _launch_types(dispatcher, args)
+        overloads_of(dispatcher).note(argtypes)
+        for callback in config.pre_launch_callbacks:
+            callback(overloads_of(dispatcher)[argtypes], config)
     try:
         if signature is not None:  # launched as the kernel compiled for it: the dispatcher's
             check_launch_bounds(kernel.name, blockdim,  # launch bounds are checked here
@@ -220,17 +236,24 @@ def _pointer_signature(dispatcher: Any) -> Any:
     return types.void(*signatures[0])
 
 
+def _launch_types(dispatcher: Any, args: tuple) -> tuple:
+    """The argument types of the overload numba-cuda launches for `args`."""
+    from numba.cuda.args import ArgHint
+    signatures = signatures_of(dispatcher)
+    if signatures is not None:
+        return tuple(_best_first(dispatcher, args, signatures)[0])
+    return tuple(dispatcher.typeof_pyval(a.value if isinstance(a, ArgHint) else a)
+                 for a in args)
+
+
 def _typecheck(dispatcher: Any, args: tuple) -> None:
     """Type the kernel for these arguments as numba-cuda would (KernelTypingError where its
     typing fails); nothing when an argument has no Numba type."""
-    from numba.cuda.args import ArgHint
-    signatures = signatures_of(dispatcher)
     try:
-        argtypes = signatures[0] if signatures else tuple(
-            dispatcher.typeof_pyval(a.value if isinstance(a, ArgHint) else a) for a in args)
+        argtypes = _launch_types(dispatcher, args)
     except Exception:  # noqa: BLE001 - numba-cuda says what is wrong with it at launch
         return
-    cuda_typecheck(dispatcher.py_func, tuple(argtypes))
+    cuda_typecheck(dispatcher.py_func, argtypes)
 
 
 _DRIVER_ERRORS: dict[type, type] = {}
