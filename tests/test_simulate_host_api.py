@@ -164,6 +164,27 @@ def test_launches_convert_arguments_and_copy_host_arrays_as_numba_does(sim):
     assert sim.launches[-1].kernel == "axpy"
 
 
+def test_mapped_and_managed_arrays_describe_themselves_as_numba_cudas_do(sim):
+    stream = cuda.stream()
+    for make in (cuda.mapped_array, cuda.managed_array):
+        interface = make((2, 3), np.int32, stream=stream).__cuda_array_interface__
+        assert interface["stream"] == int(stream) and interface["typestr"] == "<i4"
+        assert (interface["shape"], interface["strides"], interface["version"]) == \
+            ((2, 3), None, 3)
+        assert make(4).__cuda_array_interface__["stream"] is None  # the default stream
+    mapped = cuda.mapped_array(8, np.float32, stream=stream)
+    view = mapped[::2]  # a view: the same memory and stream
+    assert view.__cuda_array_interface__["data"][0] == mapped.ctypes.data
+    assert view.__cuda_array_interface__["strides"] == (8,)
+    assert view.__cuda_array_interface__["stream"] == int(stream)
+    assert not hasattr(mapped + 1, "__cuda_array_interface__")  # a new host array
+    assert cuda.mapped_array_like(np.zeros(3), stream=stream).__cuda_array_interface__[
+        "stream"] == int(stream)
+    with pytest.raises(NotImplementedError, match="a mapped .or managed. array is host memory "
+                       "that kernels use as it is, so pass the array itself"):
+        cuda.as_cuda_array(mapped)
+
+
 def test_eager_signatures_are_honoured():
     with gpukit.simulate():
         @cuda.jit("void(float32[:], int32, float32[:])")

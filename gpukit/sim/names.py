@@ -170,8 +170,10 @@ def numba_equivalent(obj: Any) -> Any:
 
 
 def is_device_array(obj: Any) -> bool:
-    """A device array captured by a kernel as a global (gpukit's or numba-cuda's)."""
-    return hasattr(obj, "__cuda_array_interface__") or type(obj).__name__ == "DeviceArray"
+    """A device array captured by a kernel as a global (gpukit's or numba-cuda's; a mapped
+    array is host memory on the simulator, a numpy array captured as numpy arrays are)."""
+    return (hasattr(obj, "__cuda_array_interface__") and not isinstance(obj, np.ndarray)) or \
+        type(obj).__name__ == "DeviceArray"
 
 
 def lookup(func: pytypes.FunctionType, name: str) -> Any:

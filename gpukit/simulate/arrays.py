@@ -336,10 +336,28 @@ class MappedArray(PinnedArray):
     """A host array that kernels may use directly (numba-cuda's mapped and managed memory):
     launches copy it in and out without a warning, and copies treat it as pinned."""
 
+    _gpukit_stream: Any = 0  # on the array mapped_array made; its views ask that one
 
-def mapped_host_array(shape: Any, dtype: Any, strides: Any = None,
-                      order: str = "C") -> MappedArray:
-    """A zeroed mapped (or managed) host array."""
+    @property
+    def __cuda_array_interface__(self) -> dict[str, Any]:
+        """numba-cuda's interface of mapped memory: the host address (with unified addressing,
+        a GPU maps it at the same address) and the stream the array was made with."""
+        root = self
+        while isinstance(root, MappedArray) and not root._gpukit_pinned_root:
+            root = root.base
+        if not isinstance(root, MappedArray):  # a view not made by mapped_array: host memory
+            raise AttributeError("'MappedArray' object has no attribute "  # noqa: TRY004
+                                 "'__cuda_array_interface__'")
+        stream = root._gpukit_stream
+        return {"shape": self.shape, "typestr": self.dtype.str, "version": 3,
+                "strides": None if self.flags["C_CONTIGUOUS"] else self.strides,
+                "data": (self.ctypes.data if self.size else 0, False),
+                "stream": int(stream) if stream else None}
+
+
+def mapped_host_array(shape: Any, dtype: Any, strides: Any = None, order: str = "C",
+                      stream: Any = 0) -> MappedArray:
+    """A zeroed mapped (or managed) host array; `stream`: the stream its interface names."""
     dtype = check_dtype(dtype)
     shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
     array = np.zeros(shape, dtype, order=order)
@@ -347,6 +365,7 @@ def mapped_host_array(shape: Any, dtype: Any, strides: Any = None,
         array = np.lib.stride_tricks.as_strided(array, shape, strides)
     mapped = array.view(MappedArray)
     mapped._gpukit_pinned_root = True
+    mapped._gpukit_stream = stream
     return mapped
 
 

@@ -11,13 +11,14 @@ Nothing here launches kernels (`gpukit.simulate.dispatch` does).
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 from numba.cuda.cudadrv.devicearray import DeviceNDArrayBase
 
-from ..errors import ArgumentTypeError
+from ..errors import ArgumentTypeError, UnsupportedOperationError
 from ..sim.device_array import DeviceArray
 from ..sim.streams import SimStream
 from .arrays import (
@@ -215,18 +216,18 @@ def pinned_array_like(ary: Any) -> np.ndarray:
 def mapped_array(shape: Any, dtype: Any = np.float64, strides: Any = None, order: str = "C",
                  stream: Any = 0, portable: bool = False, wc: bool = False) -> np.ndarray:
     """A host array kernels may use directly (copied in and out of each launch, silently)."""
-    return mapped_host_array(shape, dtype, strides, order)
+    return mapped_host_array(shape, dtype, strides, order, stream)
 
 
 def mapped_array_like(ary: Any, stream: Any = 0, portable: bool = False,
                       wc: bool = False) -> np.ndarray:
-    return _host_like(mapped_array, ary)
+    return _host_like(functools.partial(mapped_array, stream=stream), ary)
 
 
 def managed_array(shape: Any, dtype: Any = np.float64, strides: Any = None, order: str = "C",
                   stream: Any = 0, attach_global: bool = True) -> np.ndarray:
     """Managed memory: on the simulator, a host array kernels may use (as mapped_array)."""
-    return mapped_host_array(shape, dtype, strides, order)
+    return mapped_host_array(shape, dtype, strides, order, stream)
 
 
 @contextlib.contextmanager
@@ -256,6 +257,10 @@ def as_cuda_array(obj: Any, sync: bool = True) -> Any:
         return obj
     if not is_cuda_array(obj):
         raise TypeError("*obj* doesn't implement the cuda array interface.")
+    if isinstance(obj, MappedArray):
+        raise UnsupportedOperationError(
+            "a device array view of mapped memory: on the simulator a mapped (or managed) "
+            "array is host memory that kernels use as it is, so pass the array itself")
     desc = obj.__cuda_array_interface__
     if isinstance(obj, DeviceNDArrayBase):  # numba's own class: its strides as they are (its
         desc = {**desc, "strides": obj.strides}  # interface calls a broadcast contiguous)
