@@ -16,6 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from numba import cuda
+from numba.core.errors import NumbaWarning
 from numba.cuda.misc.special import literal_unroll  # numba-cuda's, as kernels import it
 from numba.cuda.np.numpy_support import carray
 from numba.cuda.tests.cudapy.extensions_usecases import struct_model_type  # numba-cuda's type
@@ -181,6 +182,23 @@ def print_coordinates(out):
 def test_print_formats_as_numba_cuda_does(be, capsys):
     run(be, print_coordinates, 1, 1, np.zeros(1))
     assert capsys.readouterr().out == "(0, 0, 0) 0 1.500000 True done\n"
+
+
+def print_too_many(r, u):
+    print(r[0], 1.5, "text", (r[1], True), u[0], r[2], r[3], r[4], r[5], r[6], r[7], r[8],
+          r[9], r[10], r[11], r[12], r[13], r[14], r[15], r[16], r[17], r[18], r[19], r[20],
+          r[21], r[22], r[23], r[24], r[25], r[26], r[27], r[28], r[29])
+
+
+def test_a_print_of_more_than_32_items_prints_its_format_as_numba_cuda_does(be, capsys):
+    # CUDA's vprintf takes 32 items: numba-cuda warns as it compiles such a call and the
+    # kernel prints the raw format string (test_print.py::test_too_many_args there)
+    with pytest.warns(NumbaWarning, match=re.escape(
+            "CUDA print() cannot print more than 32 items. The raw format string will be "
+            "emitted by the kernel instead.")):
+        run(be, print_too_many, 1, 1, np.arange(30), np.ones(1, np.uint32))
+    assert capsys.readouterr().out == \
+        "%lld %f %s (%lld, %s) %llu " + " ".join(["%lld"] * 28) + "\n"
 
 
 def math_gpu_meanings(x, n, floor, fmod, modf, rem, nxt, pw, ld, inv):

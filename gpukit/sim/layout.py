@@ -151,6 +151,7 @@ KIND_READ, KIND_WRITE, KIND_ATOMIC = 0, 1, 2
 
 # -- print records -------------------------------------------------------------------------
 PRINT_FIELDS = 4  # global thread, site, argument index, value (as float64 bits or int)
+MAX_PRINT_ITEMS = 32  # CUDA's vprintf: numba-cuda prints the raw format of a longer print()
 
 
 # -- error codes compiled code writes to ERR_CODE (the host turns them into exceptions) -----

@@ -373,19 +373,20 @@ def _race(ctx: ErrorContext, where: dict, text: str, slot: int, element: int, re
 
 
 def format_prints(kernel: Any, c: np.ndarray, buf: np.ndarray) -> str:
-    """What the kernel's print calls printed, formatted as numba-cuda's printf does."""
+    """What the kernel's print calls printed, formatted as numba-cuda's printf does: a call of
+    more than 32 items prints its raw format string (CUDA's vprintf takes 32 at most)."""
     n = int(c[L.PRINT_N])
     kept = min(n, int(c[L.PRINT_CAP]))
     rows = buf[:kept * L.PRINT_FIELDS].reshape(kept, L.PRINT_FIELDS)
     lines: list[str] = []
-    parts: list[str] = []
-    stack: list[list[str]] = []
+    parts: list[tuple[int, str, str]] = []  # (argument, text, printf directive)
+    stack: list[list[tuple[str, str]]] = []
     for _, site, tag, bits in rows:
         arg, code = divmod(int(tag), 16)
         if code == P_END:
-            texts = dict(parts_by_arg) if (parts_by_arg := _merge(kernel, int(site), arg, parts)) \
-                else {}
-            lines.append(" ".join(texts[k] for k in sorted(texts)))
+            raw = arg > L.MAX_PRINT_ITEMS
+            texts = _merge(kernel, int(site), parts)
+            lines.append(" ".join(fmt if raw else text for _, text, fmt in texts))
             parts = []
             continue
         if code == P_OPEN:
@@ -393,14 +394,14 @@ def format_prints(kernel: Any, c: np.ndarray, buf: np.ndarray) -> str:
             continue
         if code == P_CLOSE:
             items = stack.pop()
-            text = f"({items[0]},)" if len(items) == 1 else f"({', '.join(items)})"
-            (stack[-1] if stack else parts).append((arg, text) if not stack else text)
-            continue
-        text = _format_value(code, int(bits))
-        if stack:
-            stack[-1].append(text)
+            wrap = ("({},)" if len(items) == 1 else "({})").format
+            item = (wrap(", ".join(t for t, _ in items)), wrap(", ".join(f for _, f in items)))
         else:
-            parts.append((arg, text))
+            item = (_format_value(code, int(bits)), _DIRECTIVES[code])
+        if stack:
+            stack[-1].append(item)
+        else:
+            parts.append((arg, *item))
     out = "".join(line + "\n" for line in lines)
     if n > kept:
         out += (f"[gpukit: {n - kept:,} more printed values were dropped: the kernel's print "
@@ -408,12 +409,16 @@ def format_prints(kernel: Any, c: np.ndarray, buf: np.ndarray) -> str:
     return out
 
 
-def _merge(kernel: Any, site: int, nargs: int, parts: list) -> list:
-    texts = {arg: text for arg, text in parts}
+def _merge(kernel: Any, site: int, parts: list) -> list:
+    """A print call's values and its string constants, in argument order."""
+    merged = {arg: (arg, text, fmt) for arg, text, fmt in parts}
     for (s, arg), literal in kernel.print_strings.items():
         if s == site:
-            texts[arg] = literal
-    return sorted(texts.items())
+            merged[arg] = (arg, literal, "%s")
+    return [merged[k] for k in sorted(merged)]
+
+
+_DIRECTIVES = {P_INT: "%lld", P_UINT: "%llu", P_FLOAT: "%f", P_BOOL: "%s"}  # numba-cuda's
 
 
 def _format_value(code: int, bits: int) -> str:

@@ -24,6 +24,7 @@ import copy
 import enum
 import inspect
 import types as pytypes
+import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -1416,6 +1417,11 @@ class _ExprRewriter(ast.NodeTransformer):
         if node.keywords:
             raise rw._unsupported(node, "keyword arguments to print")
         site = rw.site(node, "call")
+        if len(node.args) > L.MAX_PRINT_ITEMS:  # numba-cuda's warning, as it compiles the call
+            from numba.core.errors import NumbaWarning
+            warnings.warn(NumbaWarning(
+                f"CUDA print() cannot print more than {L.MAX_PRINT_ITEMS} items. The raw format "
+                "string will be emitted by the kernel instead."), stacklevel=2)
         calls: list[ast.expr] = []
         for k, arg in enumerate(node.args):
             if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
