@@ -264,6 +264,31 @@ def test_jit_accepts_numba_cudas_keywords_and_device_functions():
             apply.forall(-1)
 
 
+def test_small_grids_get_numba_cudas_low_occupancy_warning(sim, monkeypatch):
+    from numba.cuda.core import config
+    from numba.cuda.core.errors import NumbaPerformanceWarning
+    monkeypatch.setattr(config, "CUDA_LOW_OCCUPANCY_WARNINGS", 1)
+    monkeypatch.setattr(config, "DISABLE_PERFORMANCE_WARNINGS", 0)
+
+    @cuda.jit
+    def touch(x):
+        i = cuda.grid(1)
+        if i < x.size:
+            x[i] = 1
+
+    d = cuda.device_array(1024, np.int32)
+    with pytest.warns(NumbaPerformanceWarning, match=re.escape(
+            "Grid size 4 will likely result in GPU under-utilization due to low occupancy.")):
+        touch[(2, 2), 64](d)
+    with pytest.warns(NumbaPerformanceWarning, match="Grid size 8 will"):  # forall configures
+        touch.forall(1024, tpb=128)(d)  # a launch too (numba's gufuncs launch this way)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        touch[128, 8](d)  # 128 blocks: no warning
+        monkeypatch.setattr(config, "CUDA_LOW_OCCUPANCY_WARNINGS", 0)
+        touch[1, 8](d)
+
+
 def test_uninitialised_device_arrays_are_caught(sim):
     @cuda.jit
     def accumulate(out):

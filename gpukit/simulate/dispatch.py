@@ -151,6 +151,7 @@ class SimForAll:
         try:
             tpb = self.tpb or _forall_block_size(self.dispatcher, self.sharedmem)
             grid = (self.ntasks + tpb - 1) // tpb
+            _warn_low_occupancy(grid)  # numba-cuda configures the launch: the same warning
             launch(self.dispatcher, grid, tpb, self.stream, self.sharedmem, args)
         except GpukitError as exc:
             raise exc.with_traceback(None) from exc.__cause__
