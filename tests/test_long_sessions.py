@@ -101,6 +101,35 @@ def test_running_a_cell_again_reuses_the_compiled_kernel():
         np.testing.assert_array_equal(backend.to_host(out), np.arange(40) * factor)
 
 
+UNDEFINED_ON_A_PATH = """
+from numba import cuda
+
+def bump(out, n):
+    if n > 0:
+        c = 1
+    out[0] = c
+"""
+
+
+def test_a_cell_run_again_gives_numba_cudas_typing_warnings_again(monkeypatch, tmp_path):
+    # numba-cuda types each new function, warning each time; the simulator reuses the first
+    # typing, so it gives its warnings again (and none about its own generated code)
+    from numba.cuda.core import config
+    from numba.cuda.core.errors import NumbaWarning  # numba-cuda's own class
+    monkeypatch.setattr(config, "ALWAYS_WARN_UNINIT_VAR", 1)
+    monkeypatch.setenv("GPUKIT_CACHE_DIR", str(tmp_path))  # typed in no earlier process
+    backend, count = CPUBackend(), [0]
+    out = backend.allocate(1, np.int64)
+    for _ in range(2):
+        kernel = backend.compile_kernel(cell(UNDEFINED_ON_A_PATH, count)["bump"])
+        with pytest.warns(NumbaWarning) as caught:
+            kernel[1, 1](out, 1)
+        texts = [str(w.message) for w in caught if issubclass(w.category, NumbaWarning)]
+        assert texts and all(t.startswith("Detected uninitialized variable c") for t in texts)
+        assert all("<notebook cell" in t and "<gpukit" not in t for t in texts)
+    assert backend.to_host(out)[0] == 1
+
+
 def test_globals_that_cannot_be_fingerprinted_leave_a_kernel_uncached():
     unit = types.SimpleNamespace(source="def f(): pass", namespace={"g": object()})
     assert cache.content_key([unit], "driver", {}) is None

@@ -254,11 +254,48 @@ def remember_typechecked(key: str | None, signature: str) -> None:
 
 
 @contextlib.contextmanager
-def quiet_cache_warnings() -> Iterator[None]:
-    """Numba warns when it cannot cache a function (a large global array); the kernel then just
-    compiles in memory, which is not the user's concern."""
+def quiet_driver_warnings() -> Iterator[None]:
+    """Numba's warnings while it compiles a kernel's driver are about gpukit's generated code
+    (numba-cuda's typing of the user's code gave theirs), and it warns when it cannot cache a
+    function (a large global array), which just compiles in memory: none is the user's concern."""
     from numba.core.errors import NumbaWarning
     with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message="Cannot cache compiled function",
-                                category=NumbaWarning)
+        warnings.simplefilter("ignore", NumbaWarning)
         yield
+
+
+_TYPING_WARNINGS: OrderedDict = OrderedDict()  # (key, signature) -> numba-cuda's warnings
+
+
+def replay_typing_warnings(key: str | None, signature: str) -> bool:
+    """Give again the warnings numba-cuda's typing gave this kernel (by content) for
+    `signature` earlier in this process, as numba-cuda warns at each compile of a new function
+    (a cell run again); False when it was not typed in this process."""
+    found = _TYPING_WARNINGS.get((key, signature)) if key is not None else None
+    if found is None:
+        return False
+    _TYPING_WARNINGS.move_to_end((key, signature))
+    _reissue(found)
+    return True
+
+
+@contextlib.contextmanager
+def keep_typing_warnings(key: str | None, signature: str) -> Iterator[None]:
+    """Run numba-cuda's typing of a kernel under this: the warnings it gives reach the user
+    and, when it succeeds, are kept for `replay_typing_warnings` (the latest MEMORY_LIMIT)."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")  # every one recorded; the user's filters apply below
+        try:
+            yield
+        finally:
+            found = list(caught)
+    _reissue(found)
+    if key is not None:
+        _TYPING_WARNINGS[(key, signature)] = found
+        while len(_TYPING_WARNINGS) > MEMORY_LIMIT:
+            _TYPING_WARNINGS.popitem(last=False)
+
+
+def _reissue(found: list) -> None:
+    for w in found:
+        warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
