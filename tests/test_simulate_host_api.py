@@ -438,7 +438,11 @@ def test_an_array_interface_stream_becomes_the_arrays_stream(sim):
     assert view.stream.external and view.stream.handle == s.handle
     assert cuda.as_cuda_array(Wrapper(cuda.device_array(3).__cuda_array_interface__)).stream == 0
     other = cuda.external_stream(12345)  # a handle no simulated stream has: a new stream
-    assert other.external and other.handle != 12345
+    assert other.external and other.handle == int(other) == 12345  # kept, as numba-cuda does
+    assert cuda.external_stream(12345).id == other.id != s.id  # the same handle: that stream
+    on_other = cuda.device_array(2, stream=other)
+    assert on_other.__cuda_array_interface__["stream"] == 12345
+    assert cuda.as_cuda_array(Wrapper(on_other.__cuda_array_interface__)).stream.id == other.id
 
 
 def test_array_interfaces_the_simulation_cannot_take_are_refused_in_words(sim):

@@ -118,8 +118,9 @@ class SimStream:
 
     external = False  # True for one made from a handle (numba-cuda's `cuda.external_stream`)
 
-    def __init__(self, timeline: Timeline, stream_id: int):
+    def __init__(self, timeline: Timeline, stream_id: int, handle: int | None = None):
         self.timeline, self.id = timeline, stream_id
+        self._handle = stream_id if handle is None else handle
 
     def synchronize(self) -> None:
         """The host waits for the stream's modeled work to end."""
@@ -151,11 +152,12 @@ class SimStream:
 
     @property
     def handle(self) -> int:
-        """A stand-in for the CUstream handle: the stream's number (0: the default stream)."""
-        return self.id
+        """A stand-in for the CUstream handle: the stream's number (0: the default stream), or
+        the handle an external stream was made from."""
+        return self._handle
 
     def __int__(self) -> int:
-        return self.id
+        return self._handle
 
     def __repr__(self) -> str:
         return f"<gpukit simulated stream {self.id}>"
@@ -216,6 +218,7 @@ class Timeline:
         self.profile = profile
         self.events = RecordLog(limit=max_events)  # the latest events (gpukit.sim.log)
         self.streams_made = 0  # streams are numbered 1, 2, ... in the order they are made
+        self.foreign: dict[int, int] = {}  # external streams' handles -> their numbers
         self._held: list[tuple] | None = None
         self.reset()
 
@@ -232,10 +235,15 @@ class Timeline:
 
     def external_stream(self, handle: int) -> SimStream:
         """A stream from a handle (`int(stream)`, as the CUDA Array Interface passes it): the
-        same stream when one of this timeline's streams has that number, else a new one."""
+        same stream when one of this timeline's streams has that number (or was made from that
+        handle), else a new one that keeps the handle (numba-cuda's `cuda.external_stream`)."""
         handle = int(handle)
-        stream = SimStream(self, handle) if 0 < handle <= self.streams_made else \
-            self.new_stream()
+        if 0 < handle <= self.streams_made:
+            stream = SimStream(self, handle)
+        else:
+            if handle not in self.foreign:
+                self.foreign[handle] = self.new_stream().id
+            stream = SimStream(self, self.foreign[handle], handle)
         stream.external = True
         return stream
 
