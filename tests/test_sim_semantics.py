@@ -24,6 +24,7 @@ from numba.cuda.tests.cudapy.extensions_usecases import struct_model_type  # num
 from gpukit.backends.cpu import CPUBackend
 from gpukit.errors import (
     KernelError,
+    KernelTypingError,
     OutOfBoundsError,
     RaceConditionError,
     UninitializedMemoryError,
@@ -1167,7 +1168,8 @@ def test_device_functions_take_star_args_and_calls_unpack_tuples(be):
     assert out.tolist() == [6, 22, 60, 6.5]
 
 
-ODD_RECORD = np.dtype([("x", np.int32), ("y", np.float64), ("z", np.int8)])  # 13 bytes, packed
+# 13 bytes, packed; each field aligned within the record, as numba-cuda requires (below)
+ODD_RECORD = np.dtype([("y", np.float64), ("x", np.int32), ("z", np.int8)])
 
 
 def fill_own_record(a):
@@ -1190,6 +1192,29 @@ def test_fields_of_records_of_any_size_are_checked_by_their_record(be):
     np.testing.assert_array_equal(a["y"], 0.5 * np.arange(64))
     with pytest.raises(RaceConditionError, match=r"^data race on a\[0\]: thread \(1, 0, 0\)"):
         run(be, fill_record_zero, 1, 2, np.zeros(4, ODD_RECORD))
+
+
+UNALIGNED_RECORD = np.dtype([("a", np.int32), ("b", np.float64)])  # b at byte 4
+
+
+def copy_unaligned_field(a):
+    i = cuda.grid(1)
+    a[i].a = a[i].b
+
+
+def test_a_record_field_not_aligned_for_its_type_is_refused_as_numba_cuda_refuses_it(be):
+    # a GPU faults on a misaligned 8-byte load; numba-cuda's lowering refuses the field
+    # (its test_alignment::test_record_alignment_error)
+    with pytest.raises(KernelTypingError, match=re.escape(
+            "Record(a[type=int32;offset=0],b[type=float64;offset=4];12;False).b of type "
+            "float64 is not aligned")) as info:
+        run(be, copy_unaligned_field, 1, 2, np.zeros(2, UNALIGNED_RECORD))
+    assert info.value.lineno == copy_unaligned_field.__code__.co_firstlineno + 2
+    aligned = np.dtype([("a", np.int32), ("b", np.float64)], align=True)  # b at byte 8
+    values = np.zeros(2, aligned)
+    values["b"] = [7, 9]
+    (out,) = run(be, copy_unaligned_field, 1, 2, values)
+    assert out["a"].tolist() == [7, 9]
 
 
 # -- alignment= of shared and local arrays ---------------------------------------------------------

@@ -15,6 +15,7 @@ import ast
 import contextlib
 import functools
 import itertools
+import os
 import types as pytypes
 from typing import Any
 
@@ -473,6 +474,7 @@ def _typing_pipeline() -> Any:
             FunctionPass.__init__(self)
 
         def run_pass(self, state: Any) -> bool:
+            _sentry_record_alignment(state.func_ir, state.typemap)
             state.cr = (state.typemap, state.return_type)
             return False
 
@@ -488,6 +490,35 @@ def _typing_pipeline() -> Any:
 
     _TYPING_PIPELINE = TypingOnly
     return TypingOnly
+
+
+def _sentry_record_alignment(func_ir: Any, typemap: dict) -> None:
+    """numba-cuda's lowering refuses a record field that is not aligned for its type (a GPU
+    faults on a misaligned load): its error, for each field the kernel reads or writes."""
+    from numba.cuda import types
+    from numba.cuda.core import ir  # numba-cuda's own IR classes
+    from numba.cuda.core.errors import NumbaError
+    from numba.cuda.descriptor import cuda_target
+
+    def check(record: ir.Var, attr: Any, loc: Any) -> None:
+        rectyp = typemap.get(record.name)
+        if isinstance(rectyp, types.Record) and isinstance(attr, str):
+            try:
+                cuda_target.target_context.sentry_record_alignment(rectyp, attr)
+            except NumbaError as exc:  # at the line that uses the field
+                raise type(exc)(str(exc), loc=loc) from None
+
+    for block in func_ir.blocks.values():
+        for stmt in block.body:
+            if isinstance(stmt, ir.SetAttr):
+                check(stmt.target, stmt.attr, stmt.loc)
+            elif isinstance(stmt, ir.StaticSetItem):
+                check(stmt.target, stmt.index, stmt.loc)
+            elif isinstance(stmt, ir.Assign) and isinstance(stmt.value, ir.Expr):
+                if stmt.value.op == "getattr":
+                    check(stmt.value.value, stmt.value.attr, stmt.loc)
+                elif stmt.value.op == "static_getitem":
+                    check(stmt.value.value, stmt.value.index, stmt.loc)
 
 
 def cuda_typecheck(func: pytypes.FunctionType, argtypes: tuple) -> dict:
@@ -575,12 +606,12 @@ def _typing_error(func: pytypes.FunctionType, exc: Exception) -> KernelTypingErr
     lineno = None
     for ln in lines:  # "During: typing of call at /path/file.py (259)" names the user's line
         hit = re.search(r" at (.+) \((\d+)\)\s*$", ln)
-        if hit and hit.group(1) == filename:
+        if hit and os.path.abspath(hit.group(1)) == filename:
             lineno = int(hit.group(2))
             break
     if lineno is None:
         found = [int(n) for f, n in re.findall(r'File "([^"]+)", line (\d+)', text)
-                 if f == filename]
+                 if os.path.abspath(f) == filename]  # numba names it relative to the cwd
         lineno = found[-1] if found else getattr(getattr(exc, "loc", None), "line", None)
     if lineno is None:
         lineno = _line_naming(func, text)
