@@ -417,11 +417,13 @@ def vectors(out):
     for w in (cuda.float32x4(f2, f2), cuda.float32x4(v.y, f2, 9)):  # built from vectors too
         out[j] = w.x + 10 * w.y + 100 * w.z + 1000 * w.w
         j += 1
+    big = cuda.short2(v.w * 1e4, -1e9)  # converted as a GPU converts them: clamped
+    out[5], out[6] = big.x, big.y
 
 
 def test_vector_types_are_built_from_numbers_and_vectors_and_read_by_field(be):
-    (out,) = run(be, vectors, 1, 1, np.zeros(5))
-    assert out.tolist() == [1.0, 7.0, 11.0, 3232.0, 9323.0]
+    (out,) = run(be, vectors, 1, 1, np.zeros(7))
+    assert out.tolist() == [1.0, 7.0, 11.0, 3232.0, 9323.0, 32767.0, -32768.0]
 
 
 class Overflow(Exception):
