@@ -196,7 +196,8 @@ def _compile(kernel: SimKernel) -> Any:
         namespace.setdefault("math", math)
         code = compile(unit.source, f"<gpukit {kernel.name}: {unit.py_func.__name__}>", "exec")
         exec(code, namespace)  # noqa: S102 - the rewritten kernel
-        options = dict(kernel.jit_options)
+        # called only from the driver's compiled code: no Python or C entry point to build
+        options = dict(kernel.jit_options, no_cpython_wrapper=True, no_cfunc_wrapper=True)
         if unit.is_kernel and (not unit.generator or unit.region_vars is not None):
             options["forceinline"] = True
         compiled[unit.name] = numba.njit(**options)(namespace[unit.name])
