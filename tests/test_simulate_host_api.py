@@ -411,6 +411,32 @@ def test_an_imported_view_keeps_the_memory_alive(sim):
     assert context.memory_manager.deallocations is context.deallocations
 
 
+@cuda.jit
+def _first(a, result):
+    result[0] = a[0, 0]
+
+
+def test_numbas_own_device_array_made_without_memory_gets_simulated_memory(sim):
+    from numba.cuda.cudadrv.devicearray import from_array_like
+    from numba.cuda.kernels.transpose import transpose
+    host = np.arange(30, dtype=np.float64).reshape(5, 6)
+    free = cuda.current_context().get_memory_info().free
+    out = from_array_like(np.zeros((6, 5)))  # numba's class, its memory allocated here
+    assert type(out) is DeviceNDArray and cuda.current_context().get_memory_info().free < free
+    with pytest.raises(UninitializedMemoryError):  # unwritten, as GPU memory starts
+        _first[1, 1](out, cuda.device_array(1))
+    transpose(cuda.to_device(host), out)  # numba-cuda's library kernel writes it
+    np.testing.assert_array_equal(out.copy_to_host(), host.T)
+    assert out[1, 2] == host[2, 1] and out.getitem((0, 1)) == host[1, 0]
+    np.testing.assert_array_equal(out[1].copy_to_host(), host[:, 1])
+    out[0, 0] = 99.0
+    out.setitem((0, 1), 98.0)
+    assert out.copy_to_host()[0, :3].tolist() == [99.0, 98.0, host[2, 0]]
+    out.copy_to_device(np.ones((6, 5)))
+    assert out.copy_to_host().sum() == 30.0
+    np.testing.assert_array_equal(transpose(cuda.to_device(host)).copy_to_host(), host.T)
+
+
 def test_numbas_own_device_array_over_gpu_data_launches_with_its_strides(sim):
     host = np.array([2.5, 7.0])
     d = cuda.to_device(host)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import math
 from collections.abc import Iterator
 from typing import Any
 
@@ -24,6 +25,7 @@ from ..sim.streams import SimStream
 from .arrays import (
     MappedArray,
     SimNDArray,
+    SimPointer,
     check_dtype,
     import_interface,
     mapped_host_array,
@@ -280,6 +282,39 @@ def _broadcast(name: str, where: str) -> Any:
 broadcast_device = _broadcast("broadcast_device", "CUDAUFuncMechanism")
 _broadcast_scalar_input = _broadcast("_broadcast_scalar_input", "_CUDAGUFuncCallSteps")
 _broadcast_add_axis = _broadcast("_broadcast_add_axis", "_CUDAGUFuncCallSteps")
+
+
+def numba_array_init(self: Any, shape: Any, strides: Any, dtype: Any, stream: Any = 0,
+                     gpu_data: Any = None) -> None:
+    """numba's `DeviceNDArrayBase.__init__`: without `gpu_data` (numba-cuda would allocate GPU
+    memory), the memory of a new simulated array of that layout."""
+    from .patching import original
+    if gpu_data is None:
+        dims = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
+        if math.prod(int(n) for n in dims):
+            steps = (strides,) if isinstance(strides, (int, np.integer)) else tuple(strides)
+            gpu_data = _new(dims, dtype, steps, stream=stream).gpu_data
+    original("__init__", "DeviceNDArrayBase")(self, shape, strides, dtype, stream, gpu_data)
+
+
+def _through_view(name: str, where: str) -> Any:
+    """numba's DeviceNDArray method `where.name`, which on a GPU goes through the driver: on
+    one over simulated memory, the simulated array it views does it."""
+    def method(self: Any, *args: Any, **kws: Any) -> Any:
+        if isinstance(self.gpu_data, SimPointer) and not isinstance(self, SimNDArray):
+            return getattr(as_cuda_array(self), name)(*args, **kws)
+        from .patching import original
+        return original(name, where)(self, *args, **kws)
+    method.__name__ = name
+    return method
+
+
+numba_array_copy_to_host = _through_view("copy_to_host", "DeviceNDArrayBase")
+numba_array_copy_to_device = _through_view("copy_to_device", "DeviceNDArrayBase")
+numba_array_index = _through_view("__getitem__", "DeviceNDArray")
+numba_array_getitem = _through_view("getitem", "DeviceNDArray")
+numba_array_assign = _through_view("__setitem__", "DeviceNDArray")
+numba_array_setitem = _through_view("setitem", "DeviceNDArray")
 
 
 def from_cuda_array_interface(desc: dict, owner: Any = None, sync: bool = True,

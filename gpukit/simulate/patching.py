@@ -13,7 +13,7 @@ import sys
 from typing import Any
 
 # (module, or a class: "CUDADispatcher", "CUDACodeLibrary", "Driver", "_Runtime",
-#  "CUDAUFuncMechanism" or "_CUDAGUFuncCallSteps"; attribute,
+#  "CUDAUFuncMechanism", "_CUDAGUFuncCallSteps", "DeviceNDArrayBase" or "DeviceNDArray"; attribute,
 #  replacement in gpukit.simulate, why)
 _HOST = "host_api"
 _DISPATCH = "dispatch"
@@ -71,6 +71,19 @@ PATCHED: list[tuple[str, str, str, str, str]] = [
       for where, name in (("CUDAUFuncMechanism", "broadcast_device"),
                           ("_CUDAGUFuncCallSteps", "_broadcast_scalar_input"),
                           ("_CUDAGUFuncCallSteps", "_broadcast_add_axis"))],
+    ("DeviceNDArrayBase", "__init__", _HOST, "numba_array_init",
+     ("numba's own DeviceNDArray made without memory (devicearray.from_array_like, "
+      "cuda.kernels.transpose) gets simulated memory, as numba-cuda allocates GPU memory")),
+    *[(where, name, _HOST, replacement,
+       ("numba's own DeviceNDArray over simulated memory copies and indexes through the "
+        "simulated array it views (numba-cuda's way goes through the driver)"))
+      for where, name, replacement in (
+          ("DeviceNDArrayBase", "copy_to_host", "numba_array_copy_to_host"),
+          ("DeviceNDArrayBase", "copy_to_device", "numba_array_copy_to_device"),
+          ("DeviceNDArray", "__getitem__", "numba_array_index"),
+          ("DeviceNDArray", "getitem", "numba_array_getitem"),
+          ("DeviceNDArray", "__setitem__", "numba_array_assign"),
+          ("DeviceNDArray", "setitem", "numba_array_setitem"))],
     *[("_Runtime", name, _NRT, "nothing",
        ("numba-cuda's NRT memory system lives on a GPU; the simulator's kernels allocate "
         "through Numba's CPU runtime, which needs no setting up"))
@@ -101,6 +114,9 @@ def _target(where: str) -> Any:
     if where in ("CUDAUFuncMechanism", "_CUDAGUFuncCallSteps"):
         from numba.cuda import vectorizers
         return getattr(vectorizers, where)
+    if where in ("DeviceNDArrayBase", "DeviceNDArray"):
+        from numba.cuda.cudadrv import devicearray
+        return getattr(devicearray, where)
     if where == "_Runtime":
         from numba.cuda.memory_management.nrt import _Runtime
         return _Runtime
