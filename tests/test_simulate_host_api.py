@@ -56,8 +56,9 @@ def test_devices_and_their_attributes_come_from_the_profile(sim, capsys):
     assert "Found 1 CUDA devices" in capsys.readouterr().out
 
 
-def test_memory_info_counts_allocations_and_frees_collected_arrays(sim):
+def test_memory_info_counts_allocations_and_frees_as_numba_cuda_defers_them(sim):
     context = cuda.current_context()
+    deallocations = context.memory_manager.deallocations
     free, total = context.get_memory_info()
     assert free == total == sim.profile.memory_bytes
     a = cuda.device_array((1000,), np.float32)  # 4000 bytes: 4096 reserved
@@ -65,16 +66,36 @@ def test_memory_info_counts_allocations_and_frees_collected_arrays(sim):
     view = a[10:20]
     del a
     gc.collect()
-    assert context.get_memory_info().free == total - 4096  # the view keeps it alive
+    assert len(deallocations) == 0  # the view keeps it alive
     del view
     gc.collect()
-    assert context.get_memory_info().free == total
+    # numba-cuda frees collected arrays later (its _PendingDeallocs): still held, one pending
+    assert len(deallocations) == 1 and context.get_memory_info().free == total - 4096
+    deallocations.clear()
+    assert len(deallocations) == 0 and context.get_memory_info().free == total
+    arrays = [cuda.device_array(8) for _ in range(11)]
+    del arrays
+    gc.collect()  # an 11th pending free is more than CUDA_DEALLOCS_COUNT (10): all go
+    assert len(deallocations) == 0 and context.get_memory_info().free == total
+    big = cuda.device_array(total // 5 + 1, np.uint8)  # more than 20% of the memory pending
+    del big
+    gc.collect()
+    assert len(deallocations) == 0 and context.get_memory_info().free == total
     with cuda.defer_cleanup():
         b = cuda.to_device(np.zeros(256))
         del b
         gc.collect()
-        assert len(context.deallocations) == 1 and context.get_memory_info().free < total
-    assert context.get_memory_info().free == total
+        deallocations.clear()  # nothing is freed while cleanup is deferred
+        assert len(deallocations) == 1 and context.get_memory_info().free < total
+        # an allocation that would not fit does not free what is pending either
+        with pytest.raises(OutOfMemoryError, match="out of device memory: requested"):
+            cuda.device_array(total - 1024, np.uint8)
+    assert len(deallocations) == 1  # the end of defer_cleanup frees nothing
+    c = cuda.device_array(total - 1024, np.uint8)  # needs the pending memory: freed first
+    assert len(deallocations) == 0 and c.size == total - 1024
+    del c
+    gc.collect()
+    deallocations.clear()
     with pytest.raises(OutOfMemoryError, match="out of device memory: requested"):
         cuda.device_array(total + 1, np.uint8)
 
@@ -93,6 +114,9 @@ def test_device_arrays_have_numba_cuda_methods(sim):
     np.testing.assert_array_equal(d.ravel().copy_to_host(), host.ravel())
     np.testing.assert_array_equal(np.asarray(d), host)
     np.testing.assert_array_equal(d.T.copy_to_host(), host.T)
+    with pytest.raises(NotImplementedError, match=re.escape(  # numba-cuda's refusal
+            "D->H copy not implemented for negative strides: (-24, 4)")):
+        d[::-1].copy_to_host()
     pieces = d.ravel().split(10)
     assert [p.shape for p in pieces] == [(10,), (10,), (4,)]
     np.testing.assert_array_equal(pieces[2].copy_to_host(), host.ravel()[20:])
@@ -403,10 +427,12 @@ def test_an_imported_view_keeps_the_memory_alive(sim):
     free_before = context.get_memory_info().free
     del d
     gc.collect()
-    assert context.get_memory_info().free == free_before
+    assert len(context.deallocations) == 0  # the view keeps the memory alive
     np.testing.assert_array_equal(view.copy_to_host(), np.arange(100))
     del view
     gc.collect()
+    assert len(context.deallocations) == 1  # the last reference gone: a pending free
+    context.deallocations.clear()
     assert context.get_memory_info().free > free_before
     assert context.memory_manager.deallocations is context.deallocations
 

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 from numba.cuda.cudadrv.devicearray import DeviceNDArray
 
-from ..errors import ArgumentTypeError, UnsupportedOperationError
+from ..errors import ArgumentTypeError, OutOfMemoryError, UnsupportedOperationError
 from ..sim.device_array import DeviceArray, interface_view
 from ..sim.streams import PinnedArray, is_pinned
 
@@ -125,6 +125,9 @@ class SimNDArray(DeviceArray, DeviceNDArray):
 
     def copy_to_host(self, ary: np.ndarray | None = None, stream: Any = 0, *,
                      out: np.ndarray | None = None) -> np.ndarray:
+        if any(s < 0 for s in self.strides):  # numba-cuda's error: its driver copies bytes
+            raise NotImplementedError(
+                f"D->H copy not implemented for negative strides: {self.strides}")
         return DeviceArray.copy_to_host(self, ary, self._default_stream(stream), out=out)
 
     def copy_to_device(self, ary: Any, stream: Any = 0) -> None:
@@ -301,9 +304,15 @@ def new_array(memory: Any, context: Any, shape: Any, dtype: Any, *, strides: Any
         raise ValueError(f"order must be 'C' or 'F', got {order!r}")
     strides = strides_for(shape, dtype.itemsize, order, strides)
     count = _extent(shape, strides, dtype.itemsize) if math.prod(shape) else 0
-    alloc = memory.allocate(count, dtype, initialized=initialized)
-    owner = _OWNERS[alloc.id] = _Owner()
     deallocations = context.deallocations if context is not None else None
+    try:
+        alloc = memory.allocate(count, dtype, initialized=initialized)
+    except OutOfMemoryError:
+        if not deallocations:  # none pending (or none deferred): out of memory indeed
+            raise
+        deallocations.clear()  # numba-cuda frees what is pending and tries again
+        alloc = memory.allocate(count, dtype, initialized=initialized)
+    owner = _OWNERS[alloc.id] = _Owner()
     finalizer = weakref.finalize(owner, _collect, deallocations, memory, alloc)
     finalizer.atexit = False
     return SimNDArray(alloc, shape, strides, owner=owner, stream=stream)
@@ -329,7 +338,7 @@ def _collect(deallocations: Any, memory: Any, alloc: Any) -> None:
     if deallocations is None:
         _free(memory, alloc)
     else:
-        deallocations.add_item(_free, memory, alloc)
+        deallocations.add_item(_free, memory, alloc, size=alloc.reserved_bytes)
 
 
 class MappedArray(PinnedArray):

@@ -11,6 +11,7 @@ Nothing here allocates or launches: `gpukit.simulate.host_api` does.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
@@ -114,23 +115,34 @@ class SimDevice:
 
 
 class Deallocations:
-    """numba-cuda's pending deallocations: frees of collected arrays are deferred while
-    `disable()` is in force (and by `cuda.defer_cleanup()`), and done on `clear()` or when the
-    last `disable()` ends."""
+    """numba-cuda's pending deallocations (its driver's `_PendingDeallocs`): the memory of a
+    collected array is freed later, when more than `CUDA_DEALLOCS_COUNT` frees (10) or more
+    than `CUDA_DEALLOCS_RATIO` of the device's memory (20%) are pending, on `clear()`, or when
+    an allocation would not fit otherwise, and never while `disable()` (`cuda.defer_cleanup()`)
+    is in force. So, as on a GPU, `del array` does not change `get_memory_info()` at once."""
 
-    def __init__(self) -> None:
-        self._pending: list[Any] = []
+    def __init__(self, memory_capacity: int) -> None:
+        self.memory_capacity = memory_capacity
+        self._pending: collections.deque = collections.deque()
+        self._bytes = 0
         self._disabled = 0
 
-    def add_item(self, release: Any, *args: Any) -> None:
+    def add_item(self, release: Any, *args: Any, size: int = 0) -> None:
+        from numba.cuda.core import config
         self._pending.append((release, args))
-        if not self._disabled:
+        self._bytes += int(size)
+        if len(self._pending) > config.CUDA_DEALLOCS_COUNT or \
+                self._bytes > int(self.memory_capacity * config.CUDA_DEALLOCS_RATIO):
             self.clear()
 
     def clear(self) -> None:
+        """Free what is pending, unless disabled."""
+        if self._disabled:
+            return
         while self._pending:
-            release, args = self._pending.pop(0)
+            release, args = self._pending.popleft()
             release(*args)
+        self._bytes = 0
 
     @contextlib.contextmanager
     def disable(self) -> Iterator[None]:
@@ -139,8 +151,6 @@ class Deallocations:
             yield
         finally:
             self._disabled -= 1
-            if not self._disabled:
-                self.clear()
 
     @property
     def is_disabled(self) -> bool:
@@ -157,7 +167,7 @@ class SimContext:
     def __init__(self, simulation: Any):
         self.simulation = simulation
         self.device = SimDevice(simulation.profile, self)
-        self.deallocations = Deallocations()
+        self.deallocations = Deallocations(simulation.profile.memory_bytes)
         self.handle = 1
 
     @property
