@@ -15,7 +15,7 @@ from typing import Any
 import numba
 
 from ..errors import UnsupportedKernelError
-from . import cache, names, overloads
+from . import cache, extensions, names, overloads
 from .compiler import (
     MAX_RECURSIVE_FRAME,
     RUNTIME,
@@ -187,6 +187,7 @@ def _call_depth(unit: Unit, active: tuple) -> int:
 
 def _compile(kernel: SimKernel) -> Any:
     overloads.mirror_cuda_overloads()
+    extensions.mirror_cuda_extensions()
     compiled: dict[str, Any] = {}
     functions = []
     for k, unit in enumerate(kernel.units):

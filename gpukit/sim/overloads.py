@@ -16,6 +16,7 @@ method among them, `int.bit_count()`, is declared here the same way (see `_integ
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -38,15 +39,25 @@ def in_simulator(context: Any) -> bool:
                for frame in context.callstack._stack)
 
 
-def _from_numba_cuda_library(overload_func: Any) -> bool:
-    import numba.cuda
+_LIBRARIES = {"numba", "numba_cuda", "numpy", "llvmlite", "builtins"}
 
-    package = Path(numba.cuda.__file__).parent
-    code = getattr(overload_func, "__code__", None)
-    if code is None:
+
+def is_programs(obj: Any) -> bool:
+    """Whether `obj` (a function, a class, or a type instance) was defined by the program, not
+    by Python, numpy, numba or numba-cuda's library (numba-cuda's own tests are a program)."""
+    import numba
+
+    if not isinstance(obj, type) and not callable(obj):
+        obj = type(obj)
+    module = getattr(obj, "__module__", None) or ""
+    if module.startswith("numba.cuda.tests"):
         return True
-    path = Path(code.co_filename)
-    return package in path.parents and (package / "tests") not in path.parents
+    if module:
+        top = module.partition(".")[0]
+        return top not in _LIBRARIES and top not in sys.stdlib_module_names
+    code = getattr(obj, "__code__", None)  # made by exec without a module name: its file
+    return code is not None and Path(numba.__file__).parent.parent not in \
+        Path(code.co_filename).parents
 
 
 def _in_simulator_only(base: type) -> type:
@@ -60,11 +71,15 @@ def _in_simulator_only(base: type) -> type:
 
 
 def _cpu_template(template: type) -> type:
+    """A CUDA-target overload as a CPU one. It applies only while the simulator compiles a
+    kernel, except an `overload_method`'s own implementation (the overload of its function by
+    itself), which Numba types in a compile of its own, outside the kernel's."""
     from numba.core.typing import templates
 
-    return _in_simulator_only(templates.make_overload_template(
-        template.key, template._overload_func, template._jit_options, template._strict,
-        template._inline._inline, template.prefer_literal, target="cpu"))
+    cpu = templates.make_overload_template(  # Numba's runtime on: it may return a view
+        template.key, template._overload_func, {"_nrt": True, **template._jit_options},
+        template._strict, template._inline._inline, template.prefer_literal, target="cpu")
+    return cpu if template.key is template._overload_func else _in_simulator_only(cpu)
 
 
 def overload_in_simulator(func: Any, typer: Any) -> None:
@@ -82,6 +97,7 @@ def mirror_cuda_overloads() -> None:
     """Make every CUDA-target overload declared so far visible to simulated kernels."""
     from numba.core import types
     from numba.core.typing import templates as cpu_templates
+    from numba.cuda.descriptor import cuda_target
     from numba.cuda.typing import templates as cuda_templates
 
     for func, ftype in list(cuda_templates.builtin_registry.globals):
@@ -89,14 +105,42 @@ def mirror_cuda_overloads() -> None:
             if template in _MIRRORED:
                 continue
             _MIRRORED.add(template)
-            target = getattr(template, "metadata", {}).get("target")
-            overload_func = getattr(template, "_overload_func", None)
-            if (str(target).lower() != "cuda" or overload_func is None
-                    or _from_numba_cuda_library(overload_func)):
-                continue
-            mirror = _cpu_template(template)
-            cpu_templates.infer(mirror)
-            cpu_templates.infer_global(func, types.Function(mirror))
+            if _programs_cuda_overload(template, func):  # register_jitable(f): f is
+                mirror = _cpu_template(template)              # the program's
+                cpu_templates.infer(mirror)
+                cpu_templates.infer_global(func, types.Function(mirror))
+    typing = cuda_target.typing_context
+    typing.refresh()
+    for registry in list(typing._registries):  # overload_method(...) for the CUDA target
+        for template in list(registry.attributes):
+            if template not in _MIRRORED:
+                _MIRRORED.add(template)
+                if _programs_cuda_overload(template, None):
+                    infer_getattr(_cpu_method_template(template))
+
+
+def _programs_cuda_overload(template: type, func: Any) -> bool:
+    """Whether `template` is a CUDA-target overload of the program's (of `func`)."""
+    target = getattr(template, "metadata", {}).get("target")
+    overload_func = getattr(template, "_overload_func", None)
+    return str(target).lower() == "cuda" and overload_func is not None and (
+        is_programs(overload_func) or (func is not None and is_programs(func)))
+
+
+def _cpu_method_template(template: type) -> type:
+    """A method overload for the CUDA target as one for the CPU that applies only while the
+    simulator compiles a kernel."""
+    metadata = {**template.metadata, "target": "cpu"}
+    base = make_overload_method_template(template.key, template._attr, template._overload_func,
+                                         template._inline._inline, template.prefer_literal,
+                                         **metadata)
+
+    def _resolve(self, typ, attr):
+        if not in_simulator(self.context):
+            return None
+        return base._resolve(self, typ, attr)
+
+    return type(base)(base.__name__, (base,), {"_resolve": _resolve})
 
 
 def _integer_bit_count(i):

@@ -32,7 +32,7 @@ import numba
 import numpy as np
 
 from ..errors import UnsupportedKernelError
-from . import eager, names, vectors
+from . import eager, extensions, names, vectors
 from . import layout as L
 from .device_array import array_layout
 from .source import FunctionSource, Site, Sites, read_function
@@ -1125,9 +1125,11 @@ class _ExprRewriter(ast.NodeTransformer):
             offset, template, layout = self.rw.build.capture(obj, static.path)
             return _call(P + "array_at", _call(P + "captured_at", _name(CTX), _const(offset)),
                          self.rw.constant(template, "captured"), _const(layout))
-        obj = names.numba_equivalent(obj) or obj
-        if callable(obj) and (getattr(obj, "__module__", None) or "").startswith("numba.cuda") \
-                and not (isinstance(obj, type) and issubclass(obj, enum.Enum)):
+        obj = names.numba_equivalent(obj) or extensions.cpu_intrinsic(obj) or obj
+        module = getattr(obj, "__module__", None) or ""
+        if callable(obj) and module.startswith("numba.cuda") and \
+                not module.startswith("numba.cuda.tests") and \
+                not (isinstance(obj, type) and issubclass(obj, enum.Enum)):
             what = "cooperative groups (grid-wide sync)" if ".cg" in obj.__module__ else \
                 f"{static.path}"
             raise self.rw._unsupported(node, f"{what}: numba-cuda's {static.path}")

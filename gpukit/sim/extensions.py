@@ -1,0 +1,124 @@
+"""Types and functions made with numba-cuda's extension API, in simulated kernels.
+
+numba-cuda's extension API (`numba.cuda.extending`: `typeof_impl`, `register_model`,
+`type_callable`, `lower_builtin`, `make_attribute_wrapper`, attribute templates and `lower_attr`)
+registers with numba-cuda's own registries, for the CUDA target. The simulator types and compiles
+kernels with Numba's CPU target, whose registries are Numba's, so a kernel building an
+`Interval` of the extension docs' example would not type. `mirror_cuda_extensions()` copies
+every registration a program made (not numba-cuda's library's own, which the simulator
+implements itself) into Numba's registries:
+
+- how values of a Python class are typed (`typeof_impl`) and how a type is laid out (its data
+  model), for the types the program defined;
+- typing: calls of the program's functions and classes (as "cpu" templates that apply only while
+  the simulator compiles a kernel, so Numba's own `njit` functions resolve as before) and
+  attributes of its types;
+- lowering: the implementations of those calls, attributes and casts, which are LLVM IR built
+  through the same `context` and `builder` interfaces on either target.
+
+Overloads (`@overload(..., target="cuda")`) are mirrored by `gpukit.sim.overloads`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .overloads import in_simulator, is_programs
+
+_DONE: set = set()  # (registry id, list name, index) of the registrations copied so far
+
+
+def _new(registry: Any, kind: str) -> list:
+    """The entries of `registry.kind` not copied yet (each is copied once)."""
+    entries = getattr(registry, kind)
+    fresh = []
+    for k, entry in enumerate(entries):
+        key = (id(registry), kind, k)
+        if key not in _DONE:
+            _DONE.add(key)
+            fresh.append(entry)
+    return fresh
+
+
+def _simulator_only(template: type) -> type:
+    """`template`, answering only while the simulator compiles a kernel."""
+    def apply(self: Any, args: Any, kws: Any) -> Any:
+        if not in_simulator(self.context):
+            return None
+        return template.apply(self, args, kws)
+
+    return type(template)(template.__name__, (template,), {"apply": apply})
+
+
+def mirror_cuda_extensions() -> None:
+    """Copy the program's registrations with numba-cuda's extension API into Numba's."""
+    from numba.core import types
+    from numba.core.datamodel import registry as models
+    from numba.core.imputils import builtin_registry as lowering
+    from numba.core.typing import templates
+    from numba.core.typing.typeof import typeof_impl
+    from numba.cuda.descriptor import cuda_target
+    from numba.cuda.typing.typeof import typeof_impl as cuda_typeof_impl
+
+    for cls, typer in list(cuda_typeof_impl.registry.items()):
+        if is_programs(cls) and cls not in typeof_impl.registry:
+            typeof_impl.register(cls)(typer)
+    cuda_models = cuda_target.target_context.data_model_manager._handlers
+    for cls, model in list(cuda_models.items()):
+        if is_programs(cls) and cls not in models.default_manager._handlers:
+            models.register_default(cls)(model)
+
+    typing = cuda_target.typing_context
+    typing.refresh()
+    for registry in list(typing._registries):
+        for func, ftype in _new(registry, "globals"):
+            if not is_programs(func) or not isinstance(ftype, types.Function):
+                continue
+            own = [t for t in ftype.templates if getattr(t, "_overload_func", None) is None]
+            if own:  # overloads: gpukit.sim.overloads
+                templates.infer_global(func, types.Function(_simulator_only(own[0])))
+                for template in own[1:]:
+                    templates.infer(_simulator_only(template))
+        for template in _new(registry, "attributes"):  # (method overloads: overloads.py)
+            if getattr(template, "_overload_func", None) is None and \
+                    is_programs(getattr(template, "key", None)):  # numba-cuda's template class
+                templates.infer_getattr(  # is its own: Numba's registry takes its own
+                    type(template.__name__, (template, templates.AttributeTemplate), {}))
+
+    target = cuda_target.target_context
+    target.refresh()
+    for registry in list(target._registries):
+        for impl, key, sig in _new(registry, "functions"):
+            if is_programs(key) or any(is_programs(t) for t in sig):
+                lowering.functions.append((impl, key, sig))
+        for kind in ("getattrs", "setattrs"):
+            for impl, attr, sig in _new(registry, kind):
+                if any(is_programs(t) for t in sig):
+                    getattr(lowering, kind).append((impl, attr, sig))
+        for impl, sig in _new(registry, "casts"):
+            if any(is_programs(t) for t in sig):
+                lowering.casts.append((impl, sig))
+        for impl, sig in _new(registry, "constants"):
+            if any(is_programs(t) for t in sig):
+                lowering.constants.append((impl, sig))
+
+
+_INTRINSICS: dict = {}  # numba-cuda's intrinsic (by id) -> (it, Numba's from the same definition)
+
+
+def cpu_intrinsic(obj: Any) -> Any:
+    """Numba's intrinsic made from the definition of `obj`, an intrinsic of the program's made
+    with numba-cuda's `@intrinsic` (which Numba's CPU target does not resolve); None for
+    anything else. The definition's code generation builds LLVM IR through `context` and
+    `builder`, the same on either target."""
+    from numba.core.extending import intrinsic
+    from numba.cuda.extending import _Intrinsic
+
+    if not isinstance(obj, _Intrinsic) or not is_programs(obj._defn):
+        return None
+    found = _INTRINSICS.get(id(obj))
+    if found is None or found[0] is not obj:
+        options = {k: v for k, v in obj._ctor_kwargs.items() if k != "target"}
+        found = _INTRINSICS[id(obj)] = (obj, intrinsic(prefer_literal=obj._prefer_literal,
+                                                       **options)(obj._defn))
+    return found[1]

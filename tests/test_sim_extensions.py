@@ -1,0 +1,155 @@
+"""numba-cuda's extension API in simulated kernels (gpukit.sim.extensions, gpukit.sim.overloads):
+a type of the program's own (typeof, data model, constructor, attributes, lowering), method
+overloads, intrinsics and register_jitable, each checked against what Python computes; and
+Numba's own CPU functions resolve as before."""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+import pytest
+from numba import cuda
+from numba.core.errors import TypingError
+from numba.cuda import cgutils, types
+from numba.cuda.cudadecl import registry as cuda_registry
+from numba.cuda.cudaimpl import lower_attr
+from numba.cuda.extending import (
+    core_models,
+    intrinsic,
+    lower_builtin,
+    make_attribute_wrapper,
+    overload_method,
+    register_jitable,
+    register_model,
+    type_callable,
+    typeof_impl,
+)
+from numba.cuda.typing.templates import AttributeTemplate
+
+import gpukit
+
+
+class Span:
+    """A half-open interval (numba-cuda's extension example, under another name)."""
+
+    def __init__(self, lo, hi):
+        self.lo, self.hi = lo, hi
+
+
+class SpanType(types.Type):
+    def __init__(self):
+        super().__init__(name="Span")
+
+
+span_type = SpanType()
+
+
+@typeof_impl.register(Span)
+def _typeof_span(val, c):
+    return span_type
+
+
+@type_callable(Span)
+def _type_span(context):
+    def typer(lo, hi):
+        if isinstance(lo, types.Float) and isinstance(hi, types.Float):
+            return span_type
+    return typer
+
+
+@register_model(SpanType)
+class SpanModel(core_models.StructModel):
+    def __init__(self, dmm, fe_type):
+        core_models.StructModel.__init__(self, dmm, fe_type,
+                                         [("lo", types.float64), ("hi", types.float64)])
+
+
+make_attribute_wrapper(SpanType, "lo", "lo")
+make_attribute_wrapper(SpanType, "hi", "hi")
+
+
+@lower_builtin(Span, types.Float, types.Float)
+def _make_span(context, builder, sig, args):
+    span = cgutils.create_struct_proxy(sig.return_type)(context, builder)
+    span.lo, span.hi = args
+    return span._getvalue()
+
+
+@cuda_registry.register_attr
+class SpanAttributes(AttributeTemplate):
+    key = SpanType
+
+    def resolve_width(self, span):
+        return types.float64
+
+
+@lower_attr(SpanType, "width")
+def _span_width(context, builder, sig, arg):
+    return builder.fsub(builder.extract_value(arg, 1), builder.extract_value(arg, 0))
+
+
+@overload_method(types.Array, "scaled_at")
+def _scaled_at(arr, i, factor=2):
+    def impl(arr, i, factor=2):
+        return factor * arr[i]
+    return impl
+
+
+@intrinsic
+def plus_one(typingctx, a):
+    def codegen(context, builder, signature, args):
+        return builder.add(args[0], context.get_constant(a, 1))
+    return a(a), codegen
+
+
+@register_jitable
+def cube(x):
+    return x * x * x
+
+
+def spans(x, out):
+    i = cuda.grid(1)
+    if i < out.shape[0]:
+        s = Span(x[i], x[i] + 0.25 * i)
+        out[i, 0], out[i, 1], out[i, 2] = s.lo, s.hi, s.width
+
+
+def helpers(a, out):
+    i = cuda.grid(1)
+    if i < a.shape[0]:
+        out[i, 0] = a.scaled_at(i)
+        out[i, 1] = a.scaled_at(i, 5)
+        out[i, 2] = plus_one(a[i])
+        out[i, 3] = cube(a[i])
+
+
+@pytest.fixture(autouse=True)
+def _simulation():
+    with gpukit.simulate():
+        yield
+
+
+def test_a_type_of_the_programs_own_is_built_and_read_in_kernels():
+    x = np.linspace(-1.0, 2.0, 40)
+    out = np.zeros((40, 3))
+    cuda.jit(spans)[2, 32](x, out)
+    width = 0.25 * np.arange(40)
+    np.testing.assert_array_equal(out, np.stack([x, x + width, (x + width) - x], axis=1))
+
+
+def test_method_overloads_intrinsics_and_jitable_functions_run_in_kernels():
+    a = np.arange(-5, 35, dtype=np.int64)
+    out = np.zeros((40, 4), np.int64)
+    cuda.jit(helpers)[2, 32](a, out)
+    np.testing.assert_array_equal(out, np.stack([2 * a, 5 * a, a + 1, a ** 3], axis=1))
+
+
+def test_numbas_cpu_functions_do_not_see_the_cuda_targets_extensions():
+    cuda.jit(helpers)[1, 1](np.arange(1), np.zeros((1, 4), np.int64))  # mirrored by now
+
+    @numba.njit
+    def on_the_cpu(a):
+        return a.scaled_at(0)
+
+    with pytest.raises(TypingError, match="scaled_at"):
+        on_the_cpu(np.arange(3))
