@@ -104,7 +104,9 @@ def run_module(mode: str, module: str, work: Path, test_timeout: int,
         env["NUMBA_ENABLE_CUDASIM"] = "1"
     with tempfile.TemporaryDirectory(prefix="gpukit-ncs-") as scratch:
         ini = Path(scratch) / "pytest.ini"
-        ini.write_text("[pytest]\n")  # not this repository's settings (nbval, ...)
+        # not this repository's settings (nbval, ...); `numba` is a namespace package (numba
+        # and numba-cuda share it), so the test modules get their true names
+        ini.write_text("[pytest]\nconsider_namespace_packages = true\n")
         args += ["-c", str(ini), "--rootdir", scratch,
                  "--pyargs", f"numba.cuda.tests.cudapy.{module}"]
         start = time.perf_counter()
