@@ -1,7 +1,7 @@
 """numba-cuda's extension API in simulated kernels (gpukit.sim.extensions, gpukit.sim.overloads):
 a type of the program's own (typeof, data model, constructor, attributes, lowering), method
-overloads, intrinsics and register_jitable, each checked against what Python computes; and
-Numba's own CPU functions resolve as before."""
+overloads, intrinsics, register_jitable and numba's own overload for the CUDA target, each
+checked against what Python computes; and Numba's own CPU functions resolve as before."""
 
 from __future__ import annotations
 
@@ -25,6 +25,7 @@ from numba.cuda.extending import (
     typeof_impl,
 )
 from numba.cuda.typing.templates import AttributeTemplate
+from numba.extending import overload as numba_overload
 
 import gpukit
 
@@ -107,6 +108,15 @@ def cube(x):
     return x * x * x
 
 
+def forty_two():
+    raise NotImplementedError
+
+
+@numba_overload(forty_two, target="cuda", inline="always")  # numba's own overload
+def _forty_two():
+    return lambda: 42
+
+
 def spans(x, out):
     i = cuda.grid(1)
     if i < out.shape[0]:
@@ -120,7 +130,7 @@ def helpers(a, out):
         out[i, 0] = a.scaled_at(i)
         out[i, 1] = a.scaled_at(i, 5)
         out[i, 2] = plus_one(a[i])
-        out[i, 3] = cube(a[i])
+        out[i, 3] = cube(a[i]) + forty_two()
 
 
 @pytest.fixture(autouse=True)
@@ -141,7 +151,7 @@ def test_method_overloads_intrinsics_and_jitable_functions_run_in_kernels():
     a = np.arange(-5, 35, dtype=np.int64)
     out = np.zeros((40, 4), np.int64)
     cuda.jit(helpers)[2, 32](a, out)
-    np.testing.assert_array_equal(out, np.stack([2 * a, 5 * a, a + 1, a ** 3], axis=1))
+    np.testing.assert_array_equal(out, np.stack([2 * a, 5 * a, a + 1, a ** 3 + 42], axis=1))
 
 
 def test_numbas_cpu_functions_do_not_see_the_cuda_targets_extensions():

@@ -100,7 +100,10 @@ def mirror_cuda_overloads() -> None:
     from numba.cuda.descriptor import cuda_target
     from numba.cuda.typing import templates as cuda_templates
 
-    for func, ftype in list(cuda_templates.builtin_registry.globals):
+    # numba-cuda's `overload` (default target "cuda") registers with numba-cuda's registry;
+    # numba's own `numba.extending.overload(..., target="cuda")` with Numba's
+    for func, ftype in [*cuda_templates.builtin_registry.globals,
+                        *cpu_templates.builtin_registry.globals]:
         for template in getattr(ftype, "templates", ()):
             if template in _MIRRORED:
                 continue
