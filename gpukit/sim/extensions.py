@@ -21,23 +21,21 @@ Overloads (`@overload(..., target="cuda")`) are mirrored by `gpukit.sim.overload
 
 from __future__ import annotations
 
+import weakref
 from typing import Any
 
 from .overloads import in_simulator, is_programs
 
-_DONE: set = set()  # (registry id, list name, index) of the registrations copied so far
+_SEEN: dict = {}  # (registry id, list name) -> how many of its entries were looked at
 
 
 def _new(registry: Any, kind: str) -> list:
-    """The entries of `registry.kind` not copied yet (each is copied once)."""
+    """The entries added to `registry.kind` (a list registrations are appended to) since the
+    last look."""
     entries = getattr(registry, kind)
-    fresh = []
-    for k, entry in enumerate(entries):
-        key = (id(registry), kind, k)
-        if key not in _DONE:
-            _DONE.add(key)
-            fresh.append(entry)
-    return fresh
+    seen = _SEEN.get((id(registry), kind), 0)
+    _SEEN[(id(registry), kind)] = len(entries)
+    return entries[seen:]
 
 
 def _simulator_only(template: type) -> type:
@@ -50,6 +48,11 @@ def _simulator_only(template: type) -> type:
     return type(template)(template.__name__, (template,), {"apply": apply})
 
 
+def _own(registries: Any, kind: type) -> list:
+    """numba-cuda's registries among a context's (it also loads some of Numba's)."""
+    return [r for r in list(registries) if isinstance(r, kind)]
+
+
 def mirror_cuda_extensions() -> None:
     """Copy the program's registrations with numba-cuda's extension API into Numba's."""
     from numba.core import types
@@ -57,7 +60,9 @@ def mirror_cuda_extensions() -> None:
     from numba.core.imputils import builtin_registry as lowering
     from numba.core.typing import templates
     from numba.core.typing.typeof import typeof_impl
+    from numba.cuda.core import imputils as cuda_lowering
     from numba.cuda.descriptor import cuda_target
+    from numba.cuda.typing import templates as cuda_templates
     from numba.cuda.typing.typeof import typeof_impl as cuda_typeof_impl
 
     for cls, typer in list(cuda_typeof_impl.registry.items()):
@@ -70,7 +75,7 @@ def mirror_cuda_extensions() -> None:
 
     typing = cuda_target.typing_context
     typing.refresh()
-    for registry in list(typing._registries):
+    for registry in _own(typing._registries, cuda_templates.Registry):
         for func, ftype in _new(registry, "globals"):
             if not is_programs(func) or not isinstance(ftype, types.Function):
                 continue
@@ -87,7 +92,7 @@ def mirror_cuda_extensions() -> None:
 
     target = cuda_target.target_context
     target.refresh()
-    for registry in list(target._registries):
+    for registry in _own(target._registries, cuda_lowering.Registry):
         for impl, key, sig in _new(registry, "functions"):
             if is_programs(key) or any(is_programs(t) for t in sig):
                 lowering.functions.append((impl, key, sig))
@@ -103,7 +108,7 @@ def mirror_cuda_extensions() -> None:
                 lowering.constants.append((impl, sig))
 
 
-_INTRINSICS: dict = {}  # numba-cuda's intrinsic (by id) -> (it, Numba's from the same definition)
+_INTRINSICS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # numba-cuda's -> Numba's
 
 
 def cpu_intrinsic(obj: Any) -> Any:
@@ -116,9 +121,9 @@ def cpu_intrinsic(obj: Any) -> Any:
 
     if not isinstance(obj, _Intrinsic) or not is_programs(obj._defn):
         return None
-    found = _INTRINSICS.get(id(obj))
-    if found is None or found[0] is not obj:
+    found = _INTRINSICS.get(obj)
+    if found is None:
         options = {k: v for k, v in obj._ctor_kwargs.items() if k != "target"}
-        found = _INTRINSICS[id(obj)] = (obj, intrinsic(prefer_literal=obj._prefer_literal,
-                                                       **options)(obj._defn))
-    return found[1]
+        found = _INTRINSICS[obj] = intrinsic(prefer_literal=obj._prefer_literal,
+                                             **options)(obj._defn)
+    return found

@@ -114,7 +114,8 @@ def mirror_cuda_overloads() -> None:
                 cpu_templates.infer_global(func, types.Function(mirror))
     typing = cuda_target.typing_context
     typing.refresh()
-    for registry in list(typing._registries):  # overload_method(...) for the CUDA target
+    for registry in list(typing._registries):  # overload_method(..., target="cuda"), by
+        # numba-cuda's or numba's own overload_method
         for template in list(registry.attributes):
             if template not in _MIRRORED:
                 _MIRRORED.add(template)
