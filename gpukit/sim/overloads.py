@@ -6,10 +6,12 @@ kernels with Numba's CPU target, which sees only "generic" and "cpu" overloads. 
 kernel calling a CUDA-only overload fails to type, and a function overloaded for both targets
 runs its generic version where a GPU runs the CUDA one: a wrong answer.
 
-`mirror_cuda_overloads()` registers each CUDA-target overload with Numba's CPU registry as well,
-as a "cpu" overload (so it outranks a "generic" one, as "cuda" does on the GPU) that applies only
-while the simulator compiles a kernel: Numba's own CPU functions (`numba.njit`) keep resolving
-as before. Overloads defined by numba-cuda's library itself (cache hints, cooperative groups,
+`mirror_cuda_overloads()` registers each CUDA-target overload of the program's (made with
+numba-cuda's `overload`, `overload_method` or `register_jitable`, or numba's own `overload(...,
+target="cuda")`) with Numba's CPU registry as well, as a "cpu" overload (so it outranks a
+"generic" one, as "cuda" does on the GPU) that applies only while the simulator compiles a
+kernel: Numba's own CPU functions (`numba.njit`) keep resolving as before. Overloads defined by
+numba-cuda's library itself (cache hints, cooperative groups,
 its intrinsics) are not mirrored: the simulator implements those calls itself, and the one
 method among them, `int.bit_count()`, is declared here the same way (see `_integer_bit_count`).
 """
@@ -135,10 +137,13 @@ def _cpu_method_template(template: type) -> type:
     """A method overload for the CUDA target as one for the CPU that applies only while the
     simulator compiles a kernel."""
     metadata = {**template.metadata, "target": "cpu"}
-    base = make_overload_method_template(template.key, template._attr, template._overload_func,
-                                         template._inline._inline, template.prefer_literal,
-                                         **metadata)
+    return _method_in_simulator_only(make_overload_method_template(
+        template.key, template._attr, template._overload_func, template._inline._inline,
+        template.prefer_literal, **metadata))
 
+
+def _method_in_simulator_only(base: type) -> type:
+    """The method template `base`, resolving only while the simulator compiles a kernel."""
     def _resolve(self, typ, attr):
         if not in_simulator(self.context):
             return None
@@ -153,17 +158,6 @@ def _integer_bit_count(i):
     return lambda i: popc(i)
 
 
-def _bit_count_template() -> type:
-    base = make_overload_method_template(types.Integer, "bit_count", _integer_bit_count, "never",
-                                         target="cpu")
-
-    def _resolve(self, typ, attr):
-        if not in_simulator(self.context):  # Numba's CPU functions have no int.bit_count()
-            return None
-        return base._resolve(self, typ, attr)
-
-    return type(base)(base.__name__, (base,), {"_resolve": _resolve})
-
-
-infer_getattr(_bit_count_template())
+infer_getattr(_method_in_simulator_only(make_overload_method_template(  # Numba's CPU functions
+    types.Integer, "bit_count", _integer_bit_count, "never", target="cpu")))  # have none
 overload(_integer_bit_count, target="cpu")(_integer_bit_count)
