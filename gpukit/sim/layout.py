@@ -181,11 +181,8 @@ XCH_LOG_CAP = 1024  # partial-mask syncwarp events kept since the block's latest
 XCH_FULL = XCH_LOG_CAP * 24  # per warp: stamp of its latest whole-warp syncwarp
 XCH_THREADS = XCH_FULL + 32 * 8  # per thread: XF fields
 XF = 12
-# the first X_FRESH start at 0 in every block (sync.begin_generators); the others are written
-# by a thread at a sync point before any other thread reads them
-X_STATUS, X_FENCE, X_ACQUIRE, X_ARRIVALS, X_RETURNED = 0, 1, 2, 3, 4
-X_FRESH = 5
-X_KIND, X_SITE, X_MASK, X_VALUE, X_ARG, X_RESULT, X_RESULT2 = 5, 6, 7, 8, 9, 10, 11
+X_STATUS, X_KIND, X_SITE, X_MASK, X_VALUE, X_ARG, X_RESULT, X_RESULT2 = 0, 1, 2, 3, 4, 5, 6, 7
+X_FENCE, X_ACQUIRE, X_ARRIVALS, X_RETURNED = 8, 9, 10, 11
 RUNNABLE, WAITING, EXITED = 0, 1, 2
 
 # sync kinds: block-wide below 10, warp-wide from 10

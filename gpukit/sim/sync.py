@@ -456,7 +456,7 @@ def begin_generators(c):
     """Mark every thread of the running block runnable (before its first resume)."""
     x = c[L.XCH] + L.XCH_THREADS
     for lt in range(c[L.TPB]):
-        for f in range(L.X_FRESH):
+        for f in range(L.XF):
             _set(x, lt, f, 0)
 
 
