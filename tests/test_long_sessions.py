@@ -130,6 +130,46 @@ def test_a_cell_run_again_gives_numba_cudas_typing_warnings_again(monkeypatch, t
     assert backend.to_host(out)[0] == 1
 
 
+ROW_SOFTMAX = """
+import math
+from numba import cuda, float32
+
+def softmax(a, out):
+    cache = cuda.shared.array(32, float32)
+    row, t = cuda.blockIdx.x, cuda.threadIdx.x
+    m = -math.inf  # a float64 here, a float32 below: the kernel cannot run region by region
+    for c in range(t, a.shape[1], 32):
+        m = max(m, a[row, c])
+    cache[t] = m
+    cuda.syncthreads()
+    step = 16
+    while step > 0:
+        if t < step:
+            cache[t] = max(cache[t], cache[t + step])
+        cuda.syncthreads()
+        step //= 2
+    m = cache[0]
+    cuda.syncthreads()
+    for c in range(t, a.shape[1], 32):
+        out[row, c] = math.exp(a[row, c] - m)
+"""
+
+
+def test_a_cell_run_again_keeps_what_its_typing_decided(tmp_path, monkeypatch):
+    # the second run reuses the first one's typing: it must still see that `m` changes type
+    # across a barrier (it read a float32's bits as a float64's: wrong rows)
+    monkeypatch.setenv("GPUKIT_CACHE_DIR", str(tmp_path))
+    backend, count = CPUBackend(), [0]
+    a = (np.random.default_rng(1).uniform(-3, 3, (3, 50)) +
+         np.array([[0.0], [95.0], [-95.0]])).astype(np.float32)
+    expected = np.exp(a - a.max(axis=1, keepdims=True))
+    for _ in range(2):
+        kernel = backend.compile_kernel(cell(ROW_SOFTMAX, count)["softmax"])
+        out = backend.allocate(a.shape, np.float32)
+        kernel[3, 32](backend.to_device(a), out)
+        np.testing.assert_allclose(backend.to_host(out), expected, rtol=1e-6)
+
+
 def test_globals_that_cannot_be_fingerprinted_leave_a_kernel_uncached():
     unit = types.SimpleNamespace(source="def f(): pass", namespace={"g": object()})
     assert cache.content_key([unit], "driver", {}) is None

@@ -264,36 +264,41 @@ def quiet_driver_warnings() -> Iterator[None]:
         yield
 
 
-_TYPING_WARNINGS: OrderedDict = OrderedDict()  # (key, signature) -> numba-cuda's warnings
+_TYPINGS: OrderedDict = OrderedDict()  # (key, signature) -> (numba-cuda's types, its warnings)
 
 
-def replay_typing_warnings(key: str | None, signature: str) -> bool:
-    """Give again the warnings numba-cuda's typing gave this kernel (by content) for
-    `signature` earlier in this process, as numba-cuda warns at each compile of a new function
-    (a cell run again); False when it was not typed in this process."""
-    found = _TYPING_WARNINGS.get((key, signature)) if key is not None else None
+def typed_before(key: str | None, signature: str) -> dict | None:
+    """numba-cuda's types of this kernel (by content) for `signature` from a typing earlier in
+    this process, whose warnings are given again, as numba-cuda warns at each compile of a new
+    function (a cell run again); None when it was not typed in this process."""
+    found = _TYPINGS.get((key, signature)) if key is not None else None
     if found is None:
-        return False
-    _TYPING_WARNINGS.move_to_end((key, signature))
-    _reissue(found)
-    return True
+        return None
+    _TYPINGS.move_to_end((key, signature))
+    _reissue(found[1])
+    return found[0]
 
 
 @contextlib.contextmanager
-def keep_typing_warnings(key: str | None, signature: str) -> Iterator[None]:
-    """Run numba-cuda's typing of a kernel under this: the warnings it gives reach the user
-    and, when it succeeds, are kept for `replay_typing_warnings` (the latest MEMORY_LIMIT)."""
+def typing_warnings() -> Iterator[list]:
+    """Run numba-cuda's typing of a kernel under this: the warnings it gives are collected in
+    the list it yields (every one) and reach the user when it ends, through their filters."""
     with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")  # every one recorded; the user's filters apply below
+        warnings.simplefilter("always")
         try:
-            yield
+            yield caught
         finally:
             found = list(caught)
     _reissue(found)
-    if key is not None:
-        _TYPING_WARNINGS[(key, signature)] = found
-        while len(_TYPING_WARNINGS) > MEMORY_LIMIT:
-            _TYPING_WARNINGS.popitem(last=False)
+
+
+def remember_typing(key: str | None, signature: str, typemap: dict, found: list) -> None:
+    """Keep a typing and its warnings for `typed_before` (the latest MEMORY_LIMIT)."""
+    if key is None:
+        return
+    _TYPINGS[(key, signature)] = (typemap, list(found))
+    while len(_TYPINGS) > MEMORY_LIMIT:
+        _TYPINGS.popitem(last=False)
 
 
 def _reissue(found: list) -> None:

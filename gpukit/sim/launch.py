@@ -327,15 +327,18 @@ def _compiled_driver(kernel: SimKernel, values: list) -> tuple[Any, tuple, tuple
         # numba-cuda's typing, once per kernel and signature. One typed earlier in this process
         # (the same kernel by content: a cell run again) gives its warnings again; one compiled
         # here already, or accepted in an earlier process (gpukit.sim.cache), is not typed again
-        if not cache.replay_typing_warnings(kernel.key, str(sig)) and \
-                full not in driver.overloads and not cache.typechecked(kernel.key, str(sig)):
-            with cache.keep_typing_warnings(kernel.key, str(sig)):
+        typemap = cache.typed_before(kernel.key, str(sig))
+        if typemap is None and full not in driver.overloads and \
+                not cache.typechecked(kernel.key, str(sig)):
+            with cache.typing_warnings() as found:
                 typemap = cuda_typecheck(kernel.py_func, tuple(
                     kernel.argtypes[k] if name in kernel.pointers else ty  # an address: a
                     for k, (name, ty) in enumerate(zip(kernel.param_names, sig))))  # pointer
-            if kernel.regions and not kept_types_agree(kernel.unit.region_vars, typemap):
-                kernel.without_regions()  # a kept variable changes type across a barrier
-                driver = kernel.driver
+            cache.remember_typing(kernel.key, str(sig), typemap, found)
+        if typemap is not None and kernel.regions and \
+                not kept_types_agree(kernel.unit.region_vars, typemap):
+            kernel.without_regions()  # a kept variable changes type across a barrier
+            driver = kernel.driver
         kernel.checked_signatures.add(sig)
     if full not in driver.overloads:
         with cache.quiet_driver_warnings(), gpu_casts():
