@@ -24,7 +24,7 @@ from __future__ import annotations
 import weakref
 from typing import Any
 
-from .overloads import in_simulator, is_programs
+from .overloads import is_programs, simulator_only
 
 _SEEN: dict = {}  # (registry id, list name) -> how many of its entries were looked at
 
@@ -36,16 +36,6 @@ def _new(registry: Any, kind: str) -> list:
     seen = _SEEN.get((id(registry), kind), 0)
     _SEEN[(id(registry), kind)] = len(entries)
     return entries[seen:]
-
-
-def _simulator_only(template: type) -> type:
-    """`template`, answering only while the simulator compiles a kernel."""
-    def apply(self: Any, args: Any, kws: Any) -> Any:
-        if not in_simulator(self.context):
-            return None
-        return template.apply(self, args, kws)
-
-    return type(template)(template.__name__, (template,), {"apply": apply})
 
 
 def _own(registries: Any, kind: type) -> list:
@@ -81,9 +71,9 @@ def mirror_cuda_extensions() -> None:
                 continue
             own = [t for t in ftype.templates if getattr(t, "_overload_func", None) is None]
             if own:  # overloads: gpukit.sim.overloads
-                templates.infer_global(func, types.Function(_simulator_only(own[0])))
+                templates.infer_global(func, types.Function(simulator_only(own[0], "apply")))
                 for template in own[1:]:
-                    templates.infer(_simulator_only(template))
+                    templates.infer(simulator_only(template, "apply"))
         for template in _new(registry, "attributes"):  # (method overloads: overloads.py)
             if getattr(template, "_overload_func", None) is None and \
                     is_programs(getattr(template, "key", None)):  # numba-cuda's template class

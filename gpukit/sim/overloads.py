@@ -62,14 +62,18 @@ def is_programs(obj: Any) -> bool:
         Path(code.co_filename).parents
 
 
-def _in_simulator_only(base: type) -> type:
-    """The overload template `base`, applying only while the simulator compiles a kernel."""
-    def generic(self, args, kws):
+def simulator_only(base: type, method: str = "generic") -> type:
+    """The typing template `base` answering only while the simulator compiles a kernel: its
+    `method` (`generic` of an overload, `_resolve` of a method, `apply` of any function
+    template) gives None elsewhere, so Numba's own CPU functions resolve as before."""
+    answer = getattr(base, method)
+
+    def guarded(self, *args):
         if not in_simulator(self.context):
             return None
-        return base.generic(self, args, kws)
+        return answer(self, *args)
 
-    return type(base)(base.__name__, (base,), {"generic": generic})
+    return type(base)(base.__name__, (base,), {method: guarded})
 
 
 def _cpu_template(template: type) -> type:
@@ -81,7 +85,7 @@ def _cpu_template(template: type) -> type:
     cpu = templates.make_overload_template(  # Numba's runtime on: it may return a view
         template.key, template._overload_func, {"_nrt": True, **template._jit_options},
         template._strict, template._inline._inline, template.prefer_literal, target="cpu")
-    return cpu if template.key is template._overload_func else _in_simulator_only(cpu)
+    return cpu if template.key is template._overload_func else simulator_only(cpu)
 
 
 def overload_in_simulator(func: Any, typer: Any) -> None:
@@ -89,7 +93,7 @@ def overload_in_simulator(func: Any, typer: Any) -> None:
     outranks Numba's generic ones there); Numba's CPU functions keep resolving as before."""
     from numba.core.typing import templates
 
-    template = _in_simulator_only(templates.make_overload_template(
+    template = simulator_only(templates.make_overload_template(
         func, typer, {}, True, "never", target="cpu"))
     templates.infer(template)
     templates.infer_global(func, types.Function(template))
@@ -137,19 +141,9 @@ def _cpu_method_template(template: type) -> type:
     """A method overload for the CUDA target as one for the CPU that applies only while the
     simulator compiles a kernel."""
     metadata = {**template.metadata, "target": "cpu"}
-    return _method_in_simulator_only(make_overload_method_template(
+    return simulator_only(make_overload_method_template(
         template.key, template._attr, template._overload_func, template._inline._inline,
-        template.prefer_literal, **metadata))
-
-
-def _method_in_simulator_only(base: type) -> type:
-    """The method template `base`, resolving only while the simulator compiles a kernel."""
-    def _resolve(self, typ, attr):
-        if not in_simulator(self.context):
-            return None
-        return base._resolve(self, typ, attr)
-
-    return type(base)(base.__name__, (base,), {"_resolve": _resolve})
+        template.prefer_literal, **metadata), "_resolve")
 
 
 def _integer_bit_count(i):
@@ -158,6 +152,6 @@ def _integer_bit_count(i):
     return lambda i: popc(i)
 
 
-infer_getattr(_method_in_simulator_only(make_overload_method_template(  # Numba's CPU functions
-    types.Integer, "bit_count", _integer_bit_count, "never", target="cpu")))  # have none
+infer_getattr(simulator_only(make_overload_method_template(  # Numba's CPU functions have none
+    types.Integer, "bit_count", _integer_bit_count, "never", target="cpu"), "_resolve"))
 overload(_integer_bit_count, target="cpu")(_integer_bit_count)
