@@ -252,3 +252,22 @@ def test_pre_launch_callbacks_see_the_compiled_kernel_and_the_configured_launch(
             pickle.dumps(configured)
         again = pickle.loads(pickle.dumps(kernel[3, 8]))  # without callbacks: as numba-cuda
         assert (again.griddim, again.blockdim) == ((3, 1, 1), (8, 1, 1))
+
+
+def test_a_compilation_marked_launch_config_sensitive_gives_numba_cudas_kernel_the_mark():
+    from numba.cuda import launchconfig
+    with gpukit.simulate("T4"):
+        kernel = _atomic_sum()
+        original = kernel._compile_for_args
+
+        def marking(*args):
+            launchconfig.ensure_current_launch_config().dispatcher \
+                .mark_launch_config_sensitive()
+            return original(*args)
+
+        kernel._compile_for_args = marking
+        kernel[1, 32](np.zeros(1), np.ones(32))
+        assert kernel.overloads[(F64, F64)].launch_config_sensitive is True
+        plain = _atomic_sum()
+        plain[1, 32](np.zeros(1), np.ones(32))
+        assert plain.overloads[(F64, F64)].launch_config_sensitive is False

@@ -453,17 +453,18 @@ def _cooperative_driver(call: str) -> list[str]:
 
 
 # -- numba-cuda's typing, the judge of what a kernel may do --------------------------------------
-_TYPING_PIPELINE: Any = None
+_TYPING_PIPELINES: dict[bool, Any] = {}
 
 
-def _typing_pipeline() -> Any:
-    """A numba-cuda compiler that stops after type inference (no NVVM, no GPU)."""
-    global _TYPING_PIPELINE
-    if _TYPING_PIPELINE is not None:
-        return _TYPING_PIPELINE
+def _typing_pipeline(rewrites: bool = False) -> Any:
+    """A numba-cuda compiler that stops after type inference (no NVVM, no GPU); with
+    `rewrites`, numba-cuda's after-inference IR rewrites run after it (for what they do to the
+    compilation: the simulator runs the kernel from its source, not from the rewritten IR)."""
+    if rewrites in _TYPING_PIPELINES:
+        return _TYPING_PIPELINES[rewrites]
     from numba.cuda.compiler import CUDACompiler, CUDATranslateBytecode, DefaultPassBuilder
     from numba.cuda.core.compiler_machinery import FunctionPass, PassManager, register_pass
-    from numba.cuda.core.typed_passes import NopythonTypeInference
+    from numba.cuda.core.typed_passes import NopythonRewrites, NopythonTypeInference
     from numba.cuda.core.untyped_passes import TranslateByteCode
 
     @register_pass(mutates_CFG=False, analysis_only=True)
@@ -475,7 +476,7 @@ def _typing_pipeline() -> Any:
 
         def run_pass(self, state: Any) -> bool:
             _sentry_record_alignment(state.func_ir, state.typemap)
-            state.cr = (state.typemap, state.return_type)
+            state.cr = (dict(state.typemap), state.return_type)  # before any rewrite
             return False
 
     class TypingOnly(CUDACompiler):
@@ -485,10 +486,12 @@ def _typing_pipeline() -> Any:
                 pm.add_pass(CUDATranslateBytecode if impl is TranslateByteCode else impl, what)
             pm.add_pass(NopythonTypeInference, "nopython frontend")
             pm.add_pass(GpukitTypingDone, "done")
+            if rewrites:
+                pm.add_pass(NopythonRewrites, "nopython rewrites")
             pm.finalize()
             return [pm]
 
-    _TYPING_PIPELINE = TypingOnly
+    _TYPING_PIPELINES[rewrites] = TypingOnly
     return TypingOnly
 
 
@@ -521,9 +524,10 @@ def _sentry_record_alignment(func_ir: Any, typemap: dict) -> None:
                     check(stmt.value.value, stmt.value.index, stmt.loc)
 
 
-def cuda_typecheck(func: pytypes.FunctionType, argtypes: tuple) -> dict:
+def cuda_typecheck(func: pytypes.FunctionType, argtypes: tuple, rewrites: bool = False) -> dict:
     """Type `func` as numba-cuda would for a GPU; raise its error as the kernel's own. Returns
-    numba-cuda's types of the kernel's variables (SSA versions of `x` are `x`, `x.1`, ...)."""
+    numba-cuda's types of the kernel's variables (SSA versions of `x` are `x`, `x.1`, ...).
+    `rewrites`: numba-cuda's after-inference rewrites run too (`_typing_pipeline`)."""
     from numba.cuda import utils
     from numba.cuda.descriptor import cuda_target
     from numba.cuda.flags import CUDAFlags
@@ -533,7 +537,7 @@ def cuda_typecheck(func: pytypes.FunctionType, argtypes: tuple) -> dict:
     flags.no_cpython_wrapper = True
     flags.no_cfunc_wrapper = True
     flags.error_model = "numpy"
-    pipeline = _typing_pipeline()
+    pipeline = _typing_pipeline(rewrites)
     try:
         with utils.numba_target_override(), _device_for_typing():
             typemap, _ = pipeline(cuda_target.typing_context, cuda_target.target_context,

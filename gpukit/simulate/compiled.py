@@ -40,11 +40,15 @@ class SimOverloads(MutableMapping):
     def __init__(self, dispatcher: Any, entries: OrderedDict):
         self._dispatcher = weakref.ref(dispatcher)
         self._entries: OrderedDict = OrderedDict(entries)
+        self._sensitive: set = set()  # compiled while marked launch-config sensitive
 
-    def note(self, argtypes: tuple) -> None:
-        """A signature the simulator ran (or the kernel declared), listed from now on."""
+    def note(self, argtypes: tuple, launch_config_sensitive: bool = False) -> None:
+        """A signature the simulator ran (or the kernel declared), listed from now on;
+        `launch_config_sensitive`: its compilation was marked so (gpukit.simulate.launchconfig)."""
         if argtypes not in self._entries:
             self._entries[argtypes] = _PENDING
+        if launch_config_sensitive:
+            self._sensitive.add(argtypes)
 
     def compiled(self) -> OrderedDict:
         """The entries numba-cuda has compiled, in order."""
@@ -54,6 +58,8 @@ class SimOverloads(MutableMapping):
         kernel = self._entries[argtypes]
         if kernel is _PENDING:
             kernel = self._entries[argtypes] = _compile(self._dispatcher(), argtypes)
+            if argtypes in self._sensitive:  # marked while the launch's config was current
+                kernel.launch_config_sensitive = True
         return kernel
 
     def __setitem__(self, argtypes: Any, kernel: Any) -> None:

@@ -29,6 +29,7 @@ from ..sim.device_array import DeviceArray
 from ..sim.kernel import is_device_function
 from .arrays import SimNDArray, is_mapped
 from .compiled import overloads_of
+from .launchconfig import compile_if_taking_part, current_args, launching, select
 from .session import current
 from .tracebacks import user_stacklevel
 
@@ -118,15 +119,29 @@ class SimLaunch:
         # numba-cuda's host-side hooks: each is called as callback(kernel, launch_config)
         # just before the launch, `kernel` being numba-cuda's compiled overload it runs
         self.pre_launch_callbacks: list = []
+        # set when a compilation for this launch marks it (gpukit.simulate.launchconfig)
+        self._kernel_launch_config_sensitive = None
         _warn_low_occupancy(griddim)
 
     def __call__(self, *args: Any) -> None:
         __tracebackhide__ = True  # pytest and IPython: the user's launch line is the last frame
         try:
-            launch(self.dispatcher, self.griddim, self.blockdim, self.stream, self.sharedmem,
-                   args, self)
+            before = launching(args)
+            try:
+                launch(self.dispatcher, self.griddim, self.blockdim, self.stream,
+                       self.sharedmem, args, self)
+            finally:
+                launching(before)
         except GpukitError as exc:
             raise exc.with_traceback(None) from exc.__cause__
+
+    @property
+    def args(self) -> Any:
+        """The arguments of the launch running on this thread (None when none is)."""
+        return current_args()
+
+    def _is_kernel_launch_config_sensitive(self) -> bool:
+        return bool(self._kernel_launch_config_sensitive)
 
     def __getstate__(self) -> dict:
         if self.pre_launch_callbacks:  # numba-cuda's error
@@ -151,8 +166,8 @@ class SimForAll:
         try:
             tpb = self.tpb or _forall_block_size(self.dispatcher, self.sharedmem)
             grid = (self.ntasks + tpb - 1) // tpb
-            _warn_low_occupancy(grid)  # numba-cuda configures the launch: the same warning
-            launch(self.dispatcher, grid, tpb, self.stream, self.sharedmem, args)
+            # numba-cuda configures the launch (its low-occupancy warning too)
+            SimLaunch(self.dispatcher, grid, tpb, self.stream, self.sharedmem)(*args)
         except GpukitError as exc:
             raise exc.with_traceback(None) from exc.__cause__
 
@@ -192,6 +207,7 @@ def launch(dispatcher: Any, griddim: Any, blockdim: Any, stream: Any, sharedmem:
     sim = current(required=True)
     if is_device_function(dispatcher):
         raise RuntimeError("Cannot compile a device function as a kernel")  # numba-cuda's error
+    dispatcher = select(dispatcher, config)
     signature = _pointer_signature(dispatcher)
     try:  # a kernel it cannot run fails before any copy
         kernel = sim.backend.compile_kernel(dispatcher, signature)
@@ -199,11 +215,13 @@ def launch(dispatcher: Any, griddim: Any, blockdim: Any, stream: Any, sharedmem:
         if not isinstance(exc, KernelTypingError):
             _typecheck(dispatcher, args)  # numba-cuda's own reason first, when it has one
         raise
+    if signatures_of(dispatcher) is None:  # lazy: a launch of new types compiles
+        compile_if_taking_part(dispatcher, args, config)
     retr: list = []  # numba-cuda's write-backs that extensions register, run after the launch
     args = _extended(dispatcher, args, stream, retr)
     values, copies = _arguments(sim, dispatcher, args, stream)
     if config is not None and config.pre_launch_callbacks:
-        argtypes = _launch_types(dispatcher, args)
+        argtypes = launch_types(dispatcher, args)
         overloads_of(dispatcher).note(argtypes)
         for callback in config.pre_launch_callbacks:
             callback(overloads_of(dispatcher)[argtypes], config)
@@ -237,7 +255,7 @@ def _pointer_signature(dispatcher: Any) -> Any:
     return types.void(*signatures[0])
 
 
-def _launch_types(dispatcher: Any, args: tuple) -> tuple:
+def launch_types(dispatcher: Any, args: tuple) -> tuple:
     """The argument types of the overload numba-cuda launches for `args`."""
     from numba.cuda.args import ArgHint
     signatures = signatures_of(dispatcher)
@@ -251,7 +269,7 @@ def _typecheck(dispatcher: Any, args: tuple) -> None:
     """Type the kernel for these arguments as numba-cuda would (KernelTypingError where its
     typing fails); nothing when an argument has no Numba type."""
     try:
-        argtypes = _launch_types(dispatcher, args)
+        argtypes = launch_types(dispatcher, args)
     except Exception:  # noqa: BLE001 - numba-cuda says what is wrong with it at launch
         return
     cuda_typecheck(dispatcher.py_func, argtypes)
@@ -313,8 +331,8 @@ def _arguments(sim: Any, dispatcher: Any, args: tuple, stream: Any) -> tuple[lis
     from . import host_api
 
     # an object with a CUDA Array Interface that points into simulated memory: a view of it
-    args = tuple(host_api.as_cuda_array(a) if hasattr(a, "__cuda_array_interface__")
-                 and not isinstance(a, (DeviceArray, np.ndarray)) else a for a in args)
+    args = tuple(host_api.as_cuda_array(a) if not isinstance(a, (DeviceArray, np.ndarray))
+                 and hasattr(a, "__cuda_array_interface__") else a for a in args)
     signatures = signatures_of(dispatcher)
     if signatures is not None:
         args = _convert(args, _best_first(dispatcher, args, signatures), dispatcher.specialized)
@@ -472,7 +490,7 @@ def dispatcher_call(self: Any, args: tuple, launch_config: Any) -> None:
     __tracebackhide__ = True
     try:
         launch(self, launch_config.griddim, launch_config.blockdim, 0,
-               launch_config.sharedmem, tuple(args))
+               launch_config.sharedmem, tuple(args), launch_config)
     except GpukitError as exc:
         raise exc.with_traceback(None) from exc.__cause__
 

@@ -19,6 +19,7 @@ _HOST = "host_api"
 _DISPATCH = "dispatch"
 _NRT = "nrt"
 _COMPILED = "compiled"
+_LAUNCHCONFIG = "launchconfig"
 _NAMES_HOST = (
     "is_available", "cuda_error", "is_supported_version", "detect", "list_devices",
     "select_device", "get_current_device", "current_context", "close", "synchronize",
@@ -55,6 +56,11 @@ PATCHED: list[tuple[str, str, str, str, str]] = [
     ("CUDADispatcher", "__getitem__", _DISPATCH, "dispatcher_getitem",
      ("kernel[grid, block, stream, shared] launches on the simulator (dispatchers made "
       "before the simulation started too)")),
+    ("CUDADispatcher", "_compile_for_args", _LAUNCHCONFIG, "compile_for_args",
+     ("a launch that compiles, where the program takes part in compiling (a wrapper, a "
+      "rewrite), types the kernel as numba-cuda does with the launch's configuration current")),
+    ("numba.cuda.launchconfig", "current_launch_config", _LAUNCHCONFIG, "current_launch_config",
+     "the configuration of the simulated launch compiling on this thread"),
     ("CUDADispatcher", "configure", _DISPATCH, "dispatcher_configure", "as __getitem__"),
     ("CUDADispatcher", "forall", _DISPATCH, "dispatcher_forall", "kernel.forall(n)"),
     ("CUDADispatcher", "call", _DISPATCH, "dispatcher_call",
@@ -125,10 +131,11 @@ def _target(where: str) -> Any:
 
 
 def _replacement(module: str, name: str) -> Any:
-    from . import compiled, dispatch, host_api, nrt
+    from . import compiled, dispatch, host_api, launchconfig, nrt
     if module == "":
         return _GpusProxy()
-    modules = {_HOST: host_api, _DISPATCH: dispatch, _NRT: nrt, _COMPILED: compiled}
+    modules = {_HOST: host_api, _DISPATCH: dispatch, _NRT: nrt, _COMPILED: compiled,
+               _LAUNCHCONFIG: launchconfig}
     return getattr(modules[module], name)
 
 
