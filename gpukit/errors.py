@@ -197,6 +197,36 @@ def typing_error_as(numba_error: Exception, message: str, **where) -> KernelTypi
         return KernelTypingError(message, **where)
 
 
+_NUMBA_CUDA_ERRORS: dict[type, type] = {}
+
+
+def as_numba_cuda_error(numba_error: Exception) -> Exception:
+    """An error of Numba's own compiler (`numba.core.errors`, from the simulator compiling a
+    kernel with Numba's CPU target: an intrinsic's lowering, say) as an instance of numba-cuda's
+    class of the same name as well, which is what a GPU compilation raises (numba-cuda's
+    errors module mirrors numba's); `numba_error` itself where numba-cuda has no such class."""
+    import importlib
+    try:
+        cuda_errors = importlib.import_module("numba.cuda.core.errors")
+    except ImportError:
+        return numba_error
+    kind = type(numba_error)
+    theirs = getattr(cuda_errors, kind.__name__, None)
+    if not isinstance(theirs, type) or isinstance(numba_error, theirs):
+        return numba_error
+    try:
+        both = _NUMBA_CUDA_ERRORS.get(kind)
+        if both is None:
+            both = _NUMBA_CUDA_ERRORS[kind] = type(kind.__name__, (theirs, kind),
+                                                   {"__module__": kind.__module__})
+        error = both.__new__(both, *numba_error.args)
+        error.args = numba_error.args
+        error.__dict__.update(numba_error.__dict__)
+        return error.with_traceback(numba_error.__traceback__)
+    except TypeError:  # the classes do not combine
+        return numba_error
+
+
 class KernelFaultError(KernelError):
     """A kernel faulted on a real GPU (an illegal address, a trap, a misaligned access...). The
     GPU does not say which thread; CUDA's error is sticky, so the process's GPU context is lost:

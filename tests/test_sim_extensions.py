@@ -163,3 +163,23 @@ def test_numbas_cpu_functions_do_not_see_the_cuda_targets_extensions():
 
     with pytest.raises(TypingError, match="scaled_at"):
         on_the_cpu(np.arange(3))
+
+
+@intrinsic
+def forgets_its_value(typingctx, a):
+    def codegen(context, builder, signature, args):
+        pass  # returns None for an int32: numba-cuda's lowering refuses it
+    return types.int32(types.int32), codegen
+
+
+def test_an_intrinsics_lowering_error_is_numba_cudas_class_as_a_gpu_compile_raises_it():
+    from numba.core.errors import LoweringError as NumbasLoweringError
+    from numba.cuda.errors import LoweringError
+
+    @cuda.jit
+    def calls_it(out):
+        out[0] = forgets_its_value(1)
+
+    with pytest.raises(LoweringError, match="non-void function returns None") as caught:
+        calls_it[1, 1](np.zeros(1, np.int32))
+    assert isinstance(caught.value, NumbasLoweringError)  # and still numba's own

@@ -19,7 +19,7 @@ from typing import Any
 import numba
 import numpy as np
 
-from ..errors import InvalidDeviceArrayError, UnsupportedKernelError
+from ..errors import InvalidDeviceArrayError, UnsupportedKernelError, as_numba_cuda_error
 from . import cache
 from . import layout as L
 from .compiler import cuda_typecheck
@@ -350,6 +350,8 @@ def _compiled_driver(kernel: SimKernel, values: list) -> tuple[Any, tuple, tuple
                 kernel.without_regions()  # it keeps a tuple or a view across a barrier
                 driver = kernel.driver
                 driver.compile(full)
+            except numba.core.errors.NumbaError as exc:  # as numba-cuda's compiler raises it
+                raise as_numba_cuda_error(exc) from exc.__cause__
             except NotImplementedError as exc:  # no float16 on this CPU (gpukit.sim.half)
                 if str(exc) != "float16":
                     raise
