@@ -183,3 +183,52 @@ def test_an_intrinsics_lowering_error_is_numba_cudas_class_as_a_gpu_compile_rais
     with pytest.raises(LoweringError, match="non-void function returns None") as caught:
         calls_it[1, 1](np.zeros(1, np.int32))
     assert isinstance(caught.value, NumbasLoweringError)  # and still numba's own
+
+
+def thread_index():
+    raise NotImplementedError
+
+
+@numba.cuda.extending.overload(thread_index, target="cuda")
+def _thread_index():
+    def impl():
+        return cuda.threadIdx.x
+    return impl
+
+
+def store_after(arr, i):
+    raise NotImplementedError
+
+
+@numba.cuda.extending.overload(store_after, target="cuda")
+def _store_after(arr, i):
+    def impl(arr, i):
+        arr[i + 1] = i
+    return impl
+
+
+def test_an_overload_whose_implementation_uses_cuda_is_refused_naming_what_it_uses():
+    from gpukit.errors import UnsupportedKernelError
+
+    @cuda.jit
+    def uses_it(out):
+        out[0] = thread_index()
+
+    with pytest.raises(UnsupportedKernelError, match=(
+            r"calling thread_index, an @overload for the CUDA target whose implementation "
+            r"uses cuda\.threadIdx .*written as a device function.* \[kernel 'uses_it', ")):
+        uses_it[1, 1](np.zeros(1, np.int64))
+
+
+def test_an_overloads_implementation_is_bounds_checked():
+    @cuda.jit
+    def one_past(out):
+        i = cuda.grid(1)
+        if i < out.size:
+            store_after(out, i)
+
+    out = np.zeros(33, np.int64)
+    one_past[1, 32](out)  # the guard keeps every store in bounds
+    np.testing.assert_array_equal(out, np.r_[0, np.arange(32)])
+    with pytest.raises(IndexError, match=r"index is out of bounds.*thread \(31, 0, 0\)"):
+        one_past[1, 32](np.zeros(32, np.int64))  # thread 31 stores one past the end

@@ -82,8 +82,10 @@ def _cpu_template(template: type) -> type:
     itself), which Numba types in a compile of its own, outside the kernel's."""
     from numba.core.typing import templates
 
-    cpu = templates.make_overload_template(  # Numba's runtime on: it may return a view
-        template.key, template._overload_func, {"_nrt": True, **template._jit_options},
+    # Numba's runtime on (it may return a view); its indexing checked against the bounds
+    options = {"_nrt": True, "boundscheck": True, **template._jit_options}
+    cpu = templates.make_overload_template(
+        template.key, template._overload_func, options,
         template._strict, template._inline._inline, template.prefer_literal, target="cpu")
     return cpu if template.key is template._overload_func else simulator_only(cpu)
 
@@ -155,3 +157,55 @@ def _integer_bit_count(i):
 infer_getattr(simulator_only(make_overload_method_template(  # Numba's CPU functions have none
     types.Integer, "bit_count", _integer_bit_count, "never", target="cpu"), "_resolve"))
 overload(_integer_bit_count, target="cpu")(_integer_bit_count)
+
+
+def cuda_code_in_overload(func: Any) -> str | None:
+    """What of CUDA's a program's CUDA-target overload of `func` uses in its implementation
+    (`cuda.threadIdx`, a `cuda.declare_device` function), which Numba's CPU compiler cannot
+    compile: the name it is used by, or None. Read from the code of the overload function and
+    the functions it defines, resolving names through its globals and closure."""
+    import numba.cuda
+    from numba.core.typing import templates as cpu_templates
+    from numba.cuda.typing import templates as cuda_templates
+
+    from .names import device_function, intrinsic, is_declared_device
+    for key, ftype in [*cuda_templates.builtin_registry.globals,
+                       *cpu_templates.builtin_registry.globals]:
+        if key is not func:
+            continue
+        for template in getattr(ftype, "templates", ()):
+            overload_func = getattr(template, "_overload_func", None)
+            if overload_func is None or not _programs_cuda_overload(template, func):
+                continue
+            closure = {name: cell.cell_contents for name, cell in
+                       zip(overload_func.__code__.co_freevars, overload_func.__closure__ or ())
+                       if _filled(cell)}
+            used = _names_used(overload_func.__code__)
+            for k, name in enumerate(used):
+                obj = closure.get(name, overload_func.__globals__.get(name))
+                if obj is numba.cuda:
+                    return f"{name}.{used[k + 1]}" if k + 1 < len(used) else name
+                if is_declared_device(obj):
+                    return f"{name} (from cuda.declare_device)"
+                if device_function(obj) is not None:
+                    return f"{name} (a device function)"
+                if obj is not None and intrinsic(obj) is not None:
+                    return name
+    return None
+
+
+def _filled(cell: Any) -> bool:
+    try:
+        cell.cell_contents  # noqa: B018 - an empty cell raises
+    except ValueError:
+        return False
+    return True
+
+
+def _names_used(code: Any) -> list[str]:
+    """The global and free names a code object and the functions it defines use."""
+    found = [*code.co_names, *code.co_freevars]
+    for const in code.co_consts:
+        if hasattr(const, "co_names"):
+            found += _names_used(const)
+    return found

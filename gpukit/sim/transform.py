@@ -35,6 +35,7 @@ from ..errors import UnsupportedKernelError
 from . import eager, extensions, names, vectors
 from . import layout as L
 from .device_array import array_layout
+from .overloads import cuda_code_in_overload
 from .source import FunctionSource, Site, Sites, read_function
 
 P = "_g_"
@@ -1238,6 +1239,13 @@ class _ExprRewriter(ast.NodeTransformer):
         if names.is_declared_device(obj):
             raise rw._unsupported(node, f"calling {static.path}, which cuda.declare_device "
                                         "declares from linked CUDA C/C++ or PTX code,")
+        used = cuda_code_in_overload(obj) if isinstance(obj, pytypes.FunctionType) else None
+        if used is not None:
+            raise rw._unsupported(node, (
+                f"calling {static.path}, an @overload for the CUDA target whose implementation "
+                f"uses {used} (the simulator compiles overload implementations with Numba's CPU "
+                "compiler, which has no CUDA functions; written as a device function, "
+                "@cuda.jit(device=True), it is simulated),"))
         py_func = names.device_function(obj)
         if py_func is not None:
             if node.keywords:
