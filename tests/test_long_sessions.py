@@ -130,6 +130,27 @@ def test_a_cell_run_again_gives_numba_cudas_typing_warnings_again(monkeypatch, t
     assert backend.to_host(out)[0] == 1
 
 
+def test_a_cell_run_again_under_other_numba_cuda_settings_is_typed_again(monkeypatch, tmp_path):
+    # numba-cuda warns of the undefined path only with ALWAYS_WARN_UNINIT_VAR on: a cell run
+    # again after the setting changed gives the warning its typing now gives, and back again
+    import warnings
+
+    from numba.cuda.core import config
+    from numba.cuda.core.errors import NumbaWarning
+    monkeypatch.setenv("GPUKIT_CACHE_DIR", str(tmp_path))
+    backend, count = CPUBackend(), [0]
+    out = backend.allocate(1, np.int64)
+    for setting in (0, 1, 0):
+        monkeypatch.setattr(config, "ALWAYS_WARN_UNINIT_VAR", setting)
+        kernel = backend.compile_kernel(cell(UNDEFINED_ON_A_PATH, count)["bump"])
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            kernel[1, 1](out, 1)
+        texts = [str(w.message) for w in caught if issubclass(w.category, NumbaWarning)
+                 and "uninitialized variable c" in str(w.message)]
+        assert len(texts) == setting, (setting, texts)
+
+
 ROW_SOFTMAX = """
 import math
 from numba import cuda, float32

@@ -264,17 +264,27 @@ def quiet_driver_warnings() -> Iterator[None]:
         yield
 
 
-_TYPINGS: OrderedDict = OrderedDict()  # (key, signature) -> (numba-cuda's types, its warnings)
+# (key, signature, numba-cuda's settings) -> (numba-cuda's types, its warnings)
+_TYPINGS: OrderedDict = OrderedDict()
+
+
+def typed_under_other_settings(key: str | None, signature: str) -> bool:
+    """Whether this kernel (by content) was typed in this process for `signature` under other
+    numba-cuda settings than the present ones (it is typed again, as numba-cuda would be)."""
+    return any(entry[:2] == (key, signature) for entry in _TYPINGS) and \
+        (key, signature, _typing_settings()) not in _TYPINGS
 
 
 def typed_before(key: str | None, signature: str) -> dict | None:
     """numba-cuda's types of this kernel (by content) for `signature` from a typing earlier in
     this process, whose warnings are given again, as numba-cuda warns at each compile of a new
-    function (a cell run again); None when it was not typed in this process."""
-    found = _TYPINGS.get((key, signature)) if key is not None else None
+    function (a cell run again); None when it was not typed in this process under numba-cuda's
+    present settings (its warnings depend on them: `ALWAYS_WARN_UNINIT_VAR`)."""
+    entry = (key, signature, _typing_settings())
+    found = _TYPINGS.get(entry) if key is not None else None
     if found is None:
         return None
-    _TYPINGS.move_to_end((key, signature))
+    _TYPINGS.move_to_end(entry)
     _reissue(found[1])
     return found[0]
 
@@ -296,9 +306,16 @@ def remember_typing(key: str | None, signature: str, typemap: dict, found: list)
     """Keep a typing and its warnings for `typed_before` (the latest MEMORY_LIMIT)."""
     if key is None:
         return
-    _TYPINGS[(key, signature)] = (typemap, list(found))
+    _TYPINGS[(key, signature, _typing_settings())] = (typemap, list(found))
     while len(_TYPINGS) > MEMORY_LIMIT:
         _TYPINGS.popitem(last=False)
+
+
+def _typing_settings() -> tuple:
+    """numba-cuda's settings (`numba.cuda.config`'s plain values) as they are now."""
+    from numba.cuda.core import config
+    return tuple((name, value) for name, value in vars(config).items() if name.isupper()
+                 and isinstance(value, (bool, int, float, str, type(None))))
 
 
 def _reissue(found: list) -> None:

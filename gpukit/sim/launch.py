@@ -328,8 +328,8 @@ def _compiled_driver(kernel: SimKernel, values: list) -> tuple[Any, tuple, tuple
         # (the same kernel by content: a cell run again) gives its warnings again; one compiled
         # here already, or accepted in an earlier process (gpukit.sim.cache), is not typed again
         typemap = cache.typed_before(kernel.key, str(sig))
-        if typemap is None and full not in driver.overloads and \
-                not cache.typechecked(kernel.key, str(sig)):
+        if typemap is None and (cache.typed_under_other_settings(kernel.key, str(sig)) or (
+                full not in driver.overloads and not cache.typechecked(kernel.key, str(sig)))):
             with cache.typing_warnings() as found:
                 typemap = cuda_typecheck(kernel.py_func, tuple(
                     kernel.argtypes[k] if name in kernel.pointers else ty  # an address: a
