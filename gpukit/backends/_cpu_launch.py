@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -224,12 +225,15 @@ def _check_arguments(kernel: CPUKernel, args: tuple) -> None:
 def _occupancy_of(profile: Any, kernel: CPUKernel, signature: tuple, block: tuple[int, int, int],
                   dynamic_shared_bytes: int, stats: Any) -> Callable[[], tuple[Any, str]]:
     """The launch's theoretical occupancy, worked out when asked for (it compiles the kernel for
-    a GPU target with the Numba types the simulator compiled it for)."""
+    a GPU target with the Numba types the simulator compiled it for). A partial, not a closure:
+    every launch keeps one in its record, and a closure is eight objects for the garbage
+    collector to track (its cells), where this is two."""
+    return partial(_occupancy, profile, kernel, signature, block, dynamic_shared_bytes, stats)
 
-    def occupancy() -> tuple[Any, str]:
-        occ, _, source = theoretical_occupancy(
-            kernel.py_func, signature, block, dynamic_shared_bytes, profile,
-            static_shared_bytes=stats.static_shared_bytes)
-        return occ, source
 
-    return occupancy
+def _occupancy(profile: Any, kernel: CPUKernel, signature: tuple, block: tuple[int, int, int],
+               dynamic_shared_bytes: int, stats: Any) -> tuple[Any, str]:
+    occ, _, source = theoretical_occupancy(
+        kernel.py_func, signature, block, dynamic_shared_bytes, profile,
+        static_shared_bytes=stats.static_shared_bytes)
+    return occ, source

@@ -15,6 +15,11 @@ import warnings
 from typing import Any
 
 import numpy as np
+from numba.core import types as core_types
+from numba.cuda.args import ArgHint, In
+from numba.cuda.core import config as cuda_config
+from numba.cuda.core.errors import NumbaPerformanceWarning
+from numba.cuda.errors import normalize_kernel_dimensions
 
 from ..backends.validate import check_launch_bounds, normalize_launch_bounds
 from ..errors import (
@@ -27,6 +32,7 @@ from ..errors import (
 from ..sim.compiler import cuda_typecheck
 from ..sim.device_array import DeviceArray
 from ..sim.kernel import is_device_function
+from . import host_api
 from .arrays import SimNDArray, is_mapped
 from .compiled import overloads_of
 from .launchconfig import compile_if_taking_part, current_args, launching, select
@@ -111,7 +117,6 @@ class SimLaunch:
 
     def __init__(self, dispatcher: Any, griddim: Any, blockdim: Any, stream: Any = 0,
                  sharedmem: Any = 0):
-        from numba.cuda.errors import normalize_kernel_dimensions
         # numba-cuda's errors when configured, and its (x, y, z) triples
         griddim, blockdim = normalize_kernel_dimensions(griddim, blockdim)
         self.dispatcher, self.griddim, self.blockdim = dispatcher, griddim, blockdim
@@ -185,9 +190,7 @@ def _forall_block_size(dispatcher: Any, sharedmem: int) -> int:
 
 
 def _warn_low_occupancy(griddim: Any) -> None:
-    from numba.cuda.core import config
-    from numba.cuda.core.errors import NumbaPerformanceWarning
-    if not config.CUDA_LOW_OCCUPANCY_WARNINGS or config.DISABLE_PERFORMANCE_WARNINGS:
+    if not cuda_config.CUDA_LOW_OCCUPANCY_WARNINGS or cuda_config.DISABLE_PERFORMANCE_WARNINGS:
         return
     dims = griddim if isinstance(griddim, tuple) else (griddim,)
     try:
@@ -229,9 +232,11 @@ def launch(dispatcher: Any, griddim: Any, blockdim: Any, stream: Any, sharedmem:
         if signature is not None:  # launched as the kernel compiled for it: the dispatcher's
             check_launch_bounds(kernel.name, blockdim,  # launch bounds are checked here
                                 dispatcher.targetoptions.get("launch_bounds"))
+        # only the options a launch sets (none: the backend's defaults, checked once)
+        options = {k: v for k, v in (("stream", stream), ("dynamic_shared_bytes", sharedmem))
+                   if v is not None and not (isinstance(v, int) and v == 0)}
         record = sim.backend.launch_kernel(dispatcher if signature is None else kernel, griddim,
-                                           blockdim, *values,
-                                           stream=stream or 0, dynamic_shared_bytes=sharedmem)
+                                           blockdim, *values, **options)
     except LaunchConfigError as exc:
         raise as_driver_error(exc) from exc.__cause__
     if signatures_of(dispatcher) is None:  # numba-cuda compiles one overload per launch types
@@ -247,17 +252,15 @@ def _pointer_signature(dispatcher: Any) -> Any:
     """The eager signature of a kernel declared with raw pointer parameters (`CPointer`
     types), which the simulator's kernel needs to type them; None for the others (their
     arguments are converted here, `_convert`)."""
-    from numba.core import types
     signatures = signatures_of(dispatcher)
     if signatures is None or len(signatures) != 1 or \
-            not any(isinstance(t, types.CPointer) for t in signatures[0]):
+            not any(isinstance(t, core_types.CPointer) for t in signatures[0]):
         return None
-    return types.void(*signatures[0])
+    return core_types.void(*signatures[0])
 
 
 def launch_types(dispatcher: Any, args: tuple) -> tuple:
     """The argument types of the overload numba-cuda launches for `args`."""
-    from numba.cuda.args import ArgHint
     signatures = signatures_of(dispatcher)
     if signatures is not None:
         return tuple(_best_first(dispatcher, args, signatures)[0])
@@ -325,11 +328,6 @@ def signatures_of(dispatcher: Any) -> list | None:
 
 
 def _arguments(sim: Any, dispatcher: Any, args: tuple, stream: Any) -> tuple[list, list]:
-    from numba.cuda.args import ArgHint, In
-    from numba.cuda.core.errors import NumbaPerformanceWarning
-
-    from . import host_api
-
     # an object with a CUDA Array Interface that points into simulated memory: a view of it
     args = tuple(host_api.as_cuda_array(a) if not isinstance(a, (DeviceArray, np.ndarray))
                  and hasattr(a, "__cuda_array_interface__") else a for a in args)
@@ -358,8 +356,8 @@ def _arguments(sim: Any, dispatcher: Any, args: tuple, stream: Any) -> tuple[lis
 
 
 def _warn_implicit() -> bool:
-    from numba.cuda.core import config
-    return bool(config.CUDA_WARN_ON_IMPLICIT_COPY and not config.DISABLE_PERFORMANCE_WARNINGS)
+    return bool(cuda_config.CUDA_WARN_ON_IMPLICIT_COPY and
+                not cuda_config.DISABLE_PERFORMANCE_WARNINGS)
 
 
 def _best_first(dispatcher: Any, args: tuple, signatures: list) -> list:
@@ -367,7 +365,6 @@ def _best_first(dispatcher: Any, args: tuple, signatures: list) -> list:
     first (`f[1, 1](r, 1, 0.5)` takes (float64, float64) over (float32, float32), whichever
     is declared first); TypeError for a tie, worded as numba-cuda's dispatcher words it."""
     from numba.cuda import types
-    from numba.cuda.args import ArgHint
     from numba.cuda.descriptor import cuda_target
     from numba.cuda.typing import signature
     from numba.cuda.typing.typeof import Purpose, typeof
@@ -401,7 +398,6 @@ def _convert(args: tuple, signatures: list, specialized: bool = False) -> tuple:
     another dtype of the same size is read bit for bit as the declared one. The simulator does
     the same, with a ReinterpretedArrayWarning, since on a GPU that is a silent bug as often as
     a deliberate cast."""
-    from numba.cuda.args import ArgHint
     for argtypes in signatures:
         if len(argtypes) != len(args):
             continue

@@ -72,9 +72,9 @@ def compile_if_taking_part(dispatcher: Any, args: tuple, config: Any) -> None:
     """Where a program takes part in compiling and this launch compiles on a GPU (its argument
     types were not compiled before), call the dispatcher's `_compile_for_args` with `config`
     current; afterwards, note what the compilation marked."""
-    from .dispatch import launch_types
     if config is None or not _taking_part(dispatcher):
         return
+    from .dispatch import launch_types
     argtypes = launch_types(dispatcher, args)
     if argtypes in overloads_of(dispatcher):
         return
@@ -100,7 +100,7 @@ def _taking_part(dispatcher: Any) -> bool:
         return True
     registered = rewrite_registry.rewrites
     before, after = registered["before-inference"], registered["after-inference"]
-    key = (len(before), len(after), before[-1:], after[-1:])  # cheap: at every launch
+    key = (len(before), len(after), before and before[-1], after and after[-1])  # cheap
     if _rewrites_seen[0] != key:
         from ..sim.overloads import is_programs
         _rewrites_seen[:] = [key, any(is_programs(rewrite) for rewrite in before + after)]
