@@ -197,7 +197,25 @@ def typing_error_as(numba_error: Exception, message: str, **where) -> KernelTypi
         return KernelTypingError(message, **where)
 
 
-_NUMBA_CUDA_ERRORS: dict[type, type] = {}
+_COMBINED: dict[tuple[type, type], type] = {}
+
+
+def also_instance_of(error: Exception, extra: type) -> Exception:
+    """`error` as an instance of `extra` too (a class of both, made once per pair, named and
+    placed as `error`'s), with its arguments and attributes; `error` itself where the two
+    classes do not combine."""
+    kind = type(error)
+    try:
+        both = _COMBINED.get((kind, extra))
+        if both is None:
+            both = _COMBINED[(kind, extra)] = type(kind.__name__, (kind, extra),
+                                                   {"__module__": kind.__module__})
+        combined = both.__new__(both, *error.args)
+    except TypeError:  # a layout conflict
+        return error
+    combined.args = error.args
+    combined.__dict__.update(error.__dict__)
+    return combined.with_traceback(error.__traceback__)
 
 
 def as_numba_cuda_error(numba_error: Exception) -> Exception:
@@ -210,21 +228,10 @@ def as_numba_cuda_error(numba_error: Exception) -> Exception:
         cuda_errors = importlib.import_module("numba.cuda.core.errors")
     except ImportError:
         return numba_error
-    kind = type(numba_error)
-    theirs = getattr(cuda_errors, kind.__name__, None)
+    theirs = getattr(cuda_errors, type(numba_error).__name__, None)
     if not isinstance(theirs, type) or isinstance(numba_error, theirs):
         return numba_error
-    try:
-        both = _NUMBA_CUDA_ERRORS.get(kind)
-        if both is None:
-            both = _NUMBA_CUDA_ERRORS[kind] = type(kind.__name__, (theirs, kind),
-                                                   {"__module__": kind.__module__})
-        error = both.__new__(both, *numba_error.args)
-        error.args = numba_error.args
-        error.__dict__.update(numba_error.__dict__)
-        return error.with_traceback(numba_error.__traceback__)
-    except TypeError:  # the classes do not combine
-        return numba_error
+    return also_instance_of(numba_error, theirs)
 
 
 class KernelFaultError(KernelError):

@@ -547,7 +547,7 @@ def cuda_typecheck(func: pytypes.FunctionType, argtypes: tuple, rewrites: bool =
         if not isinstance(exc, NumbaError) and type(exc).__module__.split(".")[0] != "numba":
             raise
         raise _typing_error(func, exc) from None
-    return dict(typemap)
+    return typemap
 
 
 def _line_naming(func: pytypes.FunctionType, text: str) -> int | None:

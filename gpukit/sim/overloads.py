@@ -101,17 +101,22 @@ def overload_in_simulator(func: Any, typer: Any) -> None:
     templates.infer_global(func, types.Function(template))
 
 
+def _registered_functions() -> list:
+    """(function, its Numba type) for every function registered for typing: numba-cuda's
+    `overload` (default target "cuda") registers with numba-cuda's registry, numba's own
+    `numba.extending.overload(..., target="cuda")` with Numba's."""
+    from numba.core.typing import templates as cpu_templates
+    from numba.cuda.typing import templates as cuda_templates
+    return [*cuda_templates.builtin_registry.globals, *cpu_templates.builtin_registry.globals]
+
+
 def mirror_cuda_overloads() -> None:
     """Make every CUDA-target overload declared so far visible to simulated kernels."""
     from numba.core import types
     from numba.core.typing import templates as cpu_templates
     from numba.cuda.descriptor import cuda_target
-    from numba.cuda.typing import templates as cuda_templates
 
-    # numba-cuda's `overload` (default target "cuda") registers with numba-cuda's registry;
-    # numba's own `numba.extending.overload(..., target="cuda")` with Numba's
-    for func, ftype in [*cuda_templates.builtin_registry.globals,
-                        *cpu_templates.builtin_registry.globals]:
+    for func, ftype in _registered_functions():
         for template in getattr(ftype, "templates", ()):
             if template in _MIRRORED:
                 continue
@@ -165,12 +170,9 @@ def cuda_code_in_overload(func: Any) -> str | None:
     compile: the name it is used by, or None. Read from the code of the overload function and
     the functions it defines, resolving names through its globals and closure."""
     import numba.cuda
-    from numba.core.typing import templates as cpu_templates
-    from numba.cuda.typing import templates as cuda_templates
 
     from .names import device_function, intrinsic, is_declared_device
-    for key, ftype in [*cuda_templates.builtin_registry.globals,
-                       *cpu_templates.builtin_registry.globals]:
+    for key, ftype in _registered_functions():
         if key is not func:
             continue
         for template in getattr(ftype, "templates", ()):

@@ -28,6 +28,7 @@ from ..errors import (
     LaunchConfigError,
     ReinterpretedArrayWarning,
     UnsupportedKernelError,
+    also_instance_of,
 )
 from ..sim.compiler import cuda_typecheck
 from ..sim.device_array import DeviceArray
@@ -278,9 +279,6 @@ def _typecheck(dispatcher: Any, args: tuple) -> None:
     cuda_typecheck(dispatcher.py_func, argtypes)
 
 
-_DRIVER_ERRORS: dict[type, type] = {}
-
-
 def as_driver_error(exc: LaunchConfigError) -> LaunchConfigError:
     """`exc`, also an instance of the CUDAError numba-cuda raises on a GPU where the driver
     refuses the launch (`exc` names the driver's code, such as CUDA_ERROR_INVALID_VALUE), so a
@@ -292,14 +290,7 @@ def as_driver_error(exc: LaunchConfigError) -> LaunchConfigError:
         from cuda.core._utils.cuda_utils import CUDAError  # lazy: cuda.core loads with numba.cuda
     except ImportError:
         return exc
-    kind = type(exc)
-    both = _DRIVER_ERRORS.get(kind)
-    if both is None:
-        both = _DRIVER_ERRORS[kind] = type(kind.__name__, (kind, CUDAError),
-                                           {"__module__": kind.__module__})
-    error = both(*exc.args)
-    error.__dict__.update(exc.__dict__)
-    return error
+    return also_instance_of(exc, CUDAError)
 
 
 def _extended(dispatcher: Any, args: tuple, stream: Any, retr: list) -> tuple:
