@@ -5,6 +5,7 @@ sensitive compiles again for each new configuration, as numba-cuda does."""
 
 from __future__ import annotations
 
+import sys
 import threading
 
 import numpy as np
@@ -78,6 +79,39 @@ def test_a_wrapper_sees_its_own_launchs_arguments_on_each_thread():
         assert set(seen) == {id(a) for a in arrays}
         assert configured.args is None  # only while a launch runs
         assert [a[0] for a in arrays] == [1, 1]
+
+
+def test_numba_cudas_typing_runs_from_several_threads_at_once():
+    """numba-cuda's typing context and pass registry are not safe from two threads at once
+    (numba-cuda compiles under its global lock): without the lock this fails with 'generator
+    already executing' or 'dictionary changed size during iteration' in most runs."""
+    from numba.cuda import types
+
+    from gpukit.sim.compiler import cuda_typecheck
+
+    def store(x):
+        x[0] = 1
+
+    errors = []
+
+    def run():
+        try:
+            for _ in range(40):
+                cuda_typecheck(store, (types.int32[:],))
+        except Exception as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # switch threads often: the races show in most runs
+    try:
+        threads = [threading.Thread(target=run) for _ in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=120)
+    finally:
+        sys.setswitchinterval(interval)
+    assert errors == []
 
 
 def test_forall_launches_compile_with_the_configuration_forall_chose():

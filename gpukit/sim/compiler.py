@@ -529,6 +529,7 @@ def cuda_typecheck(func: pytypes.FunctionType, argtypes: tuple, rewrites: bool =
     numba-cuda's types of the kernel's variables (SSA versions of `x` are `x`, `x.1`, ...).
     `rewrites`: numba-cuda's after-inference rewrites run too (`_typing_pipeline`)."""
     from numba.cuda import utils
+    from numba.cuda.core.compiler_lock import global_compiler_lock
     from numba.cuda.descriptor import cuda_target
     from numba.cuda.flags import CUDAFlags
 
@@ -537,9 +538,11 @@ def cuda_typecheck(func: pytypes.FunctionType, argtypes: tuple, rewrites: bool =
     flags.no_cpython_wrapper = True
     flags.no_cfunc_wrapper = True
     flags.error_model = "numpy"
-    pipeline = _typing_pipeline(rewrites)
     try:
-        with utils.numba_target_override(), _device_for_typing():
+        # numba-cuda's typing (its pass registry, its typing context's refresh) is not safe
+        # from two threads at once: numba-cuda compiles under its global lock, and so does gpukit
+        with global_compiler_lock, utils.numba_target_override(), _device_for_typing():
+            pipeline = _typing_pipeline(rewrites)
             typemap, _ = pipeline(cuda_target.typing_context, cuda_target.target_context,
                                   None, argtypes, None, flags, {}).compile_extra(func)
     except Exception as exc:  # numba-cuda rejects the kernel: say why, in its words
