@@ -13,6 +13,7 @@ import types as pytypes
 from typing import Any
 
 import numba
+from numba.cuda.core.compiler_lock import global_compiler_lock
 
 from ..errors import UnsupportedKernelError
 from . import cache, extensions, names, overloads
@@ -185,6 +186,7 @@ def _call_depth(unit: Unit, active: tuple) -> int:
     return min(deepest, MAX_RECURSIVE_FRAME)
 
 
+@global_compiler_lock  # as numba-cuda compiles: the registries it mirrors are not thread-safe
 def _compile(kernel: SimKernel) -> Any:
     overloads.mirror_cuda_overloads()
     extensions.mirror_cuda_extensions()
