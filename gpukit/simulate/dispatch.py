@@ -10,6 +10,7 @@ that ends at the user's launch line. `jit` makes dispatchers without compiling f
 
 from __future__ import annotations
 
+import math
 import pickle
 import warnings
 from typing import Any
@@ -195,7 +196,7 @@ def _warn_low_occupancy(griddim: Any) -> None:
         return
     dims = griddim if isinstance(griddim, tuple) else (griddim,)
     try:
-        blocks = int(np.prod([int(d) for d in dims]))
+        blocks = math.prod(int(d) for d in dims)
     except (TypeError, ValueError):
         return  # a bad grid: the launch says what is wrong with it
     if blocks < MIN_GRID_WARNING_BLOCKS:

@@ -18,8 +18,14 @@ _GPUKIT_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.s
 
 
 def is_internal(filename: str) -> bool:
-    """Whether a frame's file is part of gpukit."""
-    return os.path.abspath(filename).startswith(_GPUKIT_DIR)
+    """Whether a frame's file is part of gpukit (remembered per name: every launch asks)."""
+    internal = _INTERNAL.get(filename)
+    if internal is None:
+        internal = _INTERNAL[filename] = os.path.abspath(filename).startswith(_GPUKIT_DIR)
+    return internal
+
+
+_INTERNAL: dict[str, bool] = {}
 
 
 def user_frames(tb: TracebackType | None) -> list[traceback.FrameSummary]:
