@@ -232,3 +232,25 @@ def test_an_overloads_implementation_is_bounds_checked():
     np.testing.assert_array_equal(out, np.r_[0, np.arange(32)])
     with pytest.raises(IndexError, match=r"index is out of bounds.*thread \(31, 0, 0\)"):
         one_past[1, 32](np.zeros(32, np.int64))  # thread 31 stores one past the end
+
+
+def test_the_simulators_own_jitable_functions_declare_their_own_parameters():
+    """numba-cuda's `test_signatures_match_overloaded_api` walks the typing registry and asks
+    that each overload outside Numba take the parameters of the function it overloads; Numba's
+    `register_jitable` declares `(*args, **kwargs)`, so each of the simulator's (about 150)
+    failed it. gpukit's own `register_jitable` declares the function's signature."""
+    import inspect
+
+    from numba.core.typing import templates
+
+    import gpukit.sim.launch  # noqa: F401 - loads every module of the compiled engine
+
+    checked = []
+    for _, ftype in templates.builtin_registry.globals:
+        for template in getattr(ftype, "templates", ()):
+            func = template.key
+            if (getattr(func, "__module__", None) or "").startswith("gpukit.") and \
+                    getattr(template, "_overload_func", None) is not None:
+                checked.append(func)
+                assert inspect.signature(template._overload_func) == inspect.signature(func), func
+    assert len(checked) > 100

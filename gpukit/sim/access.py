@@ -28,7 +28,7 @@ import math
 import numpy as np
 from numba import types
 from numba.core.errors import TypingError
-from numba.extending import overload, register_jitable
+from numba.extending import overload
 
 from . import layout as L
 from .lowlevel import (
@@ -37,6 +37,7 @@ from .lowlevel import (
     load_u8,
     load_u64,
     record_addr,
+    register_jitable,
     store_at,
     store_u8,
     store_u64,

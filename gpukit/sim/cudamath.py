@@ -22,7 +22,9 @@ from typing import Any
 import numpy as np
 from numba import types
 from numba.core.errors import TypingError
-from numba.extending import overload, register_jitable
+from numba.extending import overload
+
+from .lowlevel import register_jitable
 
 
 @register_jitable

@@ -45,8 +45,8 @@ from numba.core.typeconv import Conversion
 from numba.core.typeconv.rules import default_type_manager as _CONVERSIONS
 from numba.core.typing import signature
 from numba.core.typing.templates import AbstractTemplate, infer_global
-from numba.extending import register_jitable
 
+from .lowlevel import register_jitable
 from .overloads import in_simulator, overload_in_simulator
 
 _ARITHMETIC = (operator.add, operator.iadd, operator.sub, operator.isub, operator.mul,
