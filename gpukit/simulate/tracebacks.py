@@ -8,6 +8,7 @@ tracebacks without the frames of gpukit's files. It changes no exception, only w
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 import traceback
@@ -17,15 +18,10 @@ from typing import Any
 _GPUKIT_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 
 
+@functools.lru_cache(maxsize=1024)  # every launch asks, for each frame
 def is_internal(filename: str) -> bool:
-    """Whether a frame's file is part of gpukit (remembered per name: every launch asks)."""
-    internal = _INTERNAL.get(filename)
-    if internal is None:
-        internal = _INTERNAL[filename] = os.path.abspath(filename).startswith(_GPUKIT_DIR)
-    return internal
-
-
-_INTERNAL: dict[str, bool] = {}
+    """Whether a frame's file is part of gpukit."""
+    return os.path.abspath(filename).startswith(_GPUKIT_DIR)
 
 
 def user_frames(tb: TracebackType | None) -> list[traceback.FrameSummary]:
