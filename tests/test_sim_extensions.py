@@ -254,3 +254,50 @@ def test_the_simulators_own_jitable_functions_declare_their_own_parameters():
                 checked.append(func)
                 assert inspect.signature(template._overload_func) == inspect.signature(func), func
     assert len(checked) > 100
+
+
+MIRROR_WITHOUT_REFRESH = """
+from numba.cuda.cudadecl import registry
+from numba.cuda.descriptor import cuda_target
+from numba.cuda.typing.templates import AttributeTemplate
+from numba.core.typing import templates
+from numba.cuda import types
+from gpukit.sim import extensions, overloads
+
+refreshed = []
+for context in (cuda_target.typing_context, cuda_target.target_context):
+    context.refresh = lambda context=context: refreshed.append(type(context).__name__)
+
+
+class PointType(types.Type):
+    def __init__(self):
+        super().__init__(name="Point")
+
+
+@registry.register_attr
+class PointAttributes(AttributeTemplate):
+    key = PointType
+
+    def resolve_x(self, point):
+        return types.float64
+
+
+overloads.mirror_cuda_overloads()
+extensions.mirror_cuda_extensions()
+mirrored = [t for t in templates.builtin_registry.attributes if issubclass(t, PointAttributes)]
+print(refreshed, len(mirrored))
+"""
+
+
+def test_a_programs_registrations_are_mirrored_without_loading_numba_cudas_library():
+    """Mirroring does not refresh numba-cuda's contexts (which imports and installs every
+    registry of its library: about half a second of a process's first launch, even when the
+    kernel comes from the cache), yet finds a registration made with one of numba-cuda's own
+    registries that only a refresh installs. In a fresh process, where nothing has refreshed."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", MIRROR_WITHOUT_REFRESH], capture_output=True,
+                          text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split("\n")[-2] == "[] 1"

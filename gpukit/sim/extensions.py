@@ -24,7 +24,7 @@ from __future__ import annotations
 import weakref
 from typing import Any
 
-from .overloads import is_programs, simulator_only
+from .overloads import is_programs, known_registries, simulator_only
 
 _SEEN: dict = {}  # (registry id, list name) -> how many of its entries were looked at
 
@@ -63,9 +63,8 @@ def mirror_cuda_extensions() -> None:
         if is_programs(cls) and cls not in models.default_manager._handlers:
             models.register_default(cls)(model)
 
-    typing = cuda_target.typing_context
-    typing.refresh()
-    for registry in _own(typing._registries, cuda_templates.Registry):
+    typing = known_registries(cuda_target.typing_context, cuda_templates.Registry)
+    for registry in _own(typing, cuda_templates.Registry):
         for func, ftype in _new(registry, "globals"):
             if not is_programs(func) or not isinstance(ftype, types.Function):
                 continue
@@ -80,9 +79,8 @@ def mirror_cuda_extensions() -> None:
                 templates.infer_getattr(  # is its own: Numba's registry takes its own
                     type(template.__name__, (template, templates.AttributeTemplate), {}))
 
-    target = cuda_target.target_context
-    target.refresh()
-    for registry in _own(target._registries, cuda_lowering.Registry):
+    target = known_registries(cuda_target.target_context, cuda_lowering.Registry)
+    for registry in _own(target, cuda_lowering.Registry):
         for impl, key, sig in _new(registry, "functions"):
             if is_programs(key) or any(is_programs(t) for t in sig):
                 lowering.functions.append((impl, key, sig))

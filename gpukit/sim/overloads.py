@@ -110,6 +110,20 @@ def _registered_functions() -> list:
     return [*cuda_templates.builtin_registry.globals, *cpu_templates.builtin_registry.globals]
 
 
+def known_registries(context: Any, kind: type, *builtins: Any) -> list:
+    """The registries a program's registrations for the CUDA target can be in: `builtins`,
+    those installed in numba-cuda's `context` so far and the registries (of `kind`) of
+    numba-cuda's modules imported so far, each once. `context.refresh()` would find the same
+    ones after importing the rest of numba-cuda's library (about half a second at a process's
+    first launch), and a program can only have registered with a module it has imported."""
+    found = dict.fromkeys([*builtins, *list(context._registries)])
+    for name, module in list(sys.modules.items()):
+        if name.startswith("numba.cuda.") and module is not None:
+            found.update((value, None) for value in list(vars(module).values())
+                         if isinstance(value, kind))
+    return list(found)
+
+
 def mirror_cuda_overloads() -> None:
     """Make every CUDA-target overload declared so far visible to simulated kernels."""
     from numba.core import types
@@ -125,10 +139,12 @@ def mirror_cuda_overloads() -> None:
                 mirror = _cpu_template(template)              # the program's
                 cpu_templates.infer(mirror)
                 cpu_templates.infer_global(func, types.Function(mirror))
-    typing = cuda_target.typing_context
-    typing.refresh()
-    for registry in list(typing._registries):  # overload_method(..., target="cuda"), by
-        # numba-cuda's or numba's own overload_method
+    from numba.cuda.typing import templates as cuda_templates
+
+    # overload_method(..., target="cuda"), by numba-cuda's or numba's own overload_method
+    for registry in known_registries(cuda_target.typing_context, cuda_templates.Registry,
+                                     cuda_templates.builtin_registry,
+                                     cpu_templates.builtin_registry):
         for template in list(registry.attributes):
             if template not in _MIRRORED:
                 _MIRRORED.add(template)
