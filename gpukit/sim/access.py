@@ -28,7 +28,6 @@ import math
 import numpy as np
 from numba import types
 from numba.core.errors import TypingError
-from numba.extending import overload
 
 from . import layout as L
 from .lowlevel import (
@@ -36,6 +35,7 @@ from .lowlevel import (
     load_at,
     load_u8,
     load_u64,
+    overload,
     record_addr,
     register_jitable,
     store_at,

@@ -30,12 +30,11 @@ from typing import Any
 
 import numpy as np
 from numba import types
-from numba.extending import overload
 
 from . import layout as L
 from .access import fail
 from .intrinsics import fma
-from .lowlevel import register_jitable
+from .lowlevel import overload, register_jitable
 
 
 # -- floats as a GPU divides them ----------------------------------------------------------------

@@ -11,11 +11,10 @@ from __future__ import annotations
 
 import numpy as np
 from numba import types
-from numba.extending import overload
 
 from . import layout as L
 from .access import bounds_fail, touch
-from .lowlevel import addr_of
+from .lowlevel import addr_of, overload
 
 # new value of the element from `old` and `v` (and `cmp` for cas); `old` is returned
 _UPDATE = {

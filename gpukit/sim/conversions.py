@@ -30,8 +30,9 @@ from collections.abc import Iterator
 import numpy as np
 from llvmlite import ir
 from numba.core import cgutils, types
-from numba.core.extending import overload
 from numba.core.imputils import lower_cast
+
+from .lowlevel import overload
 
 _ACTIVE = [0]  # > 0 while the simulator compiles (gpu_casts); its compiles run one at a time
 

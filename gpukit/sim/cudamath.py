@@ -22,9 +22,8 @@ from typing import Any
 import numpy as np
 from numba import types
 from numba.core.errors import TypingError
-from numba.extending import overload
 
-from .lowlevel import register_jitable
+from .lowlevel import overload, register_jitable
 
 
 @register_jitable

@@ -10,7 +10,8 @@ from typing import Any
 
 import numpy as np
 from numba.core.errors import TypingError
-from numba.extending import overload
+
+from .lowlevel import overload
 
 _CONVERTERS: dict[int, tuple[Any, Callable]] = {}
 

@@ -16,11 +16,11 @@ from llvmlite import ir
 from numba import carray, farray, types
 from numba.core import cgutils
 from numba.core.errors import TypingError
-from numba.extending import intrinsic, overload
+from numba.extending import intrinsic
 
 from . import layout as L
 from .access import fail, pointer_span
-from .lowlevel import addr_of, poll, register_jitable, store_u8
+from .lowlevel import addr_of, overload, poll, register_jitable, store_u8
 
 Dim3 = namedtuple("Dim3", ("x", "y", "z"))
 

@@ -23,11 +23,11 @@ from pathlib import Path
 from typing import Any
 
 from numba.core import types
-from numba.core.extending import overload
 from numba.core.typing.templates import infer_getattr, make_overload_method_template
 
 from . import cache
 from .intrinsics import popc
+from .lowlevel import overload
 
 _MIRRORED: set = set()
 

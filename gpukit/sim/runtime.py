@@ -12,11 +12,10 @@ from __future__ import annotations
 import numpy as np
 from numba import types
 from numba.core.errors import TypingError
-from numba.extending import overload
 
 from . import layout as L
 from .access import NODESC, defer, fail, same_bits, touch
-from .lowlevel import bits_of, record_addr, register_jitable, store_i64
+from .lowlevel import bits_of, overload, record_addr, register_jitable, store_i64
 
 
 # -- defined values --------------------------------------------------------------------------

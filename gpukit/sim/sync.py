@@ -24,11 +24,10 @@ from __future__ import annotations
 
 import numpy as np
 from numba import njit, types
-from numba.extending import overload
 
 from . import layout as L
 from .access import fail, settle
-from .lowlevel import bits_of, from_bits, load_i64, poll, register_jitable, store_i64
+from .lowlevel import bits_of, from_bits, load_i64, overload, poll, register_jitable, store_i64
 
 
 # -- blocks and threads ------------------------------------------------------------------------
