@@ -301,3 +301,23 @@ def test_a_programs_registrations_are_mirrored_without_loading_numba_cudas_libra
                           text=True, check=False)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split("\n")[-2] == "[] 1"
+
+
+def test_the_simulators_own_functions_compile_without_entry_points_for_python_or_c():
+    """Only compiled code calls the engine's overloads and jitable functions, so Numba builds
+    them without the CPython and C wrappers it gives a function by default (they were a quarter
+    of a process's first compile); options an overload asks for are kept."""
+    from numba.core.typing import templates
+
+    from gpukit.sim import access, lowlevel
+
+    def options_of(func):
+        for key, ftype in templates.builtin_registry.globals:
+            if key is func:
+                return [t._jit_options for t in ftype.templates]
+        raise LookupError(func)
+
+    for func in (access.ld, access.st, lowlevel.trap, access.fail):
+        for options in options_of(func):
+            assert options["no_cpython_wrapper"] and options["no_cfunc_wrapper"], func
+    assert all(o.get("forceinline") for o in options_of(access.ld))
