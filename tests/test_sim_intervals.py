@@ -222,3 +222,37 @@ def test_an_unwritten_element_of_a_large_array_is_still_reported():
         _launch(CPUBackend(), unwritten_in_a_large_array, 1, TPB, a, np.zeros_like(a))
     assert type(info.value).__name__ == "UninitializedMemoryError"
     assert info.value.thread == (0, 0, 0)
+
+
+def written_in_block_zero_only(a, out):
+    """Block 0 writes every element; the next blocks all but element 5, which an earlier
+    block's write does not make written in theirs (shared memory is the block's own)."""
+    s = cuda.shared.array(TPB, int32)
+    t = cuda.threadIdx.x
+    if cuda.blockIdx.x == 0 or t != 5:
+        s[t] = a[t] + cuda.blockIdx.x
+    cuda.syncthreads()
+    s[t] += 1  # a read and a write, each by its own thread, between barriers
+    cuda.syncthreads()
+    out[cuda.grid(1)] = s[(t + 1) % TPB]
+
+
+NO_RACES = ["launch_limits", "bounds", "barriers", "uninitialized", "division_by_zero",
+            "wraparound"]
+
+
+@pytest.mark.parametrize("checks", [True, NO_RACES], ids=["all checks", "all but races"])
+@pytest.mark.parametrize("regions", [True, False], ids=["regions", "generators"])
+def test_a_shared_element_is_written_only_by_its_own_blocks_writes(checks, regions):
+    """With the race check on, a shared element's writer record is also its written mark
+    (layout.INIT_WREC); without it, a stamp of its own (INIT_STAMP). Either way, block 0's
+    writes are results for block 0 only, and thread 4 of block 1 reads unwritten element 5."""
+    a = np.arange(TPB, dtype=np.int32) * 3
+    _, _, (_, out) = _launch(CPUBackend(checks=checks), written_in_block_zero_only, 1, TPB,
+                             a, np.zeros(TPB, np.int32), regions=regions)
+    np.testing.assert_array_equal(out, np.roll(a + 1, -1))
+    with pytest.raises(KernelError) as info:
+        _launch(CPUBackend(checks=checks), written_in_block_zero_only, 2, TPB, a,
+                np.zeros(2 * TPB, np.int32), regions=regions)
+    assert type(info.value).__name__ == "UninitializedMemoryError"
+    assert (info.value.thread, info.value.block) == ((5, 0, 0), (1, 0, 0))

@@ -192,13 +192,13 @@ def unraced(c, d):
     are looked at only for an array of at most 8 elements per thread, so that looking costs no
     more than a few reads would."""
     init_kind = d[D_INIT_KIND]
-    if init_kind == L.INIT_STAMP:
+    if init_kind == L.INIT_STAMP or init_kind == L.INIT_WREC:
         elems = c[L.HEADER + d[D_SLOT] * L.SLOT_FIELDS + L.S_ELEMS]
         if elems <= 8 * c[L.TPB]:
-            init_kind = L.INIT_NONE
+            marks, init_kind = init_kind, L.INIT_NONE
             for e in range(elems):
-                if not _written(c, L.INIT_STAMP, d[D_INIT], e):
-                    init_kind = L.INIT_STAMP
+                if not _written(c, marks, d[D_INIT], e):
+                    init_kind = marks
                     break
     return (d[D_BASE], d[D_SHIFT], init_kind, d[D_INIT], np.int64(0), np.int64(0),
             d[D_SPACE], d[D_WRITABLE], d[D_FLAGS], d[D_SLOT])
@@ -347,10 +347,13 @@ def _dynamic(c, site, addr, isz):
 def _written(c, init_kind, ip, e):
     """Whether element `e` has been written, by its init marks at `ip` (INIT_BYTE: a byte per
     element; INIT_STAMP: the stamp of its latest write, written in this block when not older
-    than the block's shared memory)."""
+    than the block's shared memory; INIT_WREC: that stamp in its writer record)."""
     if init_kind == L.INIT_BYTE:
         return load_u8(ip + e) != 0
-    return np.int64(load_u64(ip + e * 8)) >= c[L.SHARED_EPOCH]
+    stamp = np.int64(load_u64(ip + e * 8))
+    if init_kind == L.INIT_WREC:
+        stamp >>= 32
+    return stamp >= c[L.SHARED_EPOCH]
 
 
 @register_jitable(forceinline=True)
@@ -383,10 +386,10 @@ def touch(c, site, d, addr, isz, kind, preserving):
                 if kind == L.KIND_ATOMIC:  # its result goes back to memory: an error, but a
                     defer(c, L.E_UNINIT, site, d[D_SLOT], e, 0, 0, 0)  # race is reported first
                 _undefined_read(c, site, d[D_SLOT], e)
-        if kind != L.KIND_READ:
+        if kind != L.KIND_READ:  # (INIT_WREC: the writer record below is the mark)
             if init_kind == L.INIT_BYTE:
                 store_u8(ip + e, 1)
-            else:
+            elif init_kind == L.INIT_STAMP:
                 store_u64(ip + e * 8, c[L.STAMP])
     wrec = d[D_WREC]
     if wrec != 0 and (flags & L.CHECK_RACES):

@@ -599,9 +599,12 @@ def _shared(kernel: SimKernel, ws: Workspace, c: np.ndarray, dynamic: int,
         base = c[L.SHARED_BASE] + offset
         c[s + L.S_BASE], c[s + L.S_END] = base, base + max(nbytes, 1)
         c[s + L.S_SHIFT], c[s + L.S_ITEMSIZE] = shift, itemsize
-        c[s + L.S_INIT] = ws.address(f"shared{k}init", elems * 8)
-        c[s + L.S_INIT_KIND] = L.INIT_STAMP
         c[s + L.S_WREC] = ws.address(f"rec{k}w", elems * 8)
+        if c[L.CHECKS] & L.CHECK_RACES:
+            c[s + L.S_INIT], c[s + L.S_INIT_KIND] = c[s + L.S_WREC], L.INIT_WREC
+        else:
+            c[s + L.S_INIT] = ws.address(f"shared{k}init", elems * 8)
+            c[s + L.S_INIT_KIND] = L.INIT_STAMP
         c[s + L.S_RREC] = ws.address(f"rec{k}r", elems * 8)
         c[s + L.S_SPACE], c[s + L.S_WRITABLE], c[s + L.S_ELEMS] = L.SPACE_SHARED, 1, elems
         infos[k] = SlotInfo(spec.label, "shared", shape, spec.dtype)
@@ -649,7 +652,8 @@ def _grid_sync_table(kernel: SimKernel, ws: Workspace, c: np.ndarray, nblocks: i
         if spec.kind in ("shared", "dynamic_shared"):
             s = L.HEADER + k * L.SLOT_FIELDS
             nbytes = int(c[s + L.S_ELEMS]) * 8
-            regions += [(int(c[s + field]), nbytes) for field in (L.S_INIT, L.S_WREC, L.S_RREC)]
+            regions += [(addr, nbytes) for addr in  # (S_INIT may be S_WREC: INIT_WREC)
+                        dict.fromkeys(int(c[s + f]) for f in (L.S_INIT, L.S_WREC, L.S_RREC))]
     regions.append((int(c[L.XCH]) + L.XCH_THREADS, tpb * L.XF * 8))
     local = int(c[L.LOCAL_SIZE]) * tpb
     regions += [(int(c[L.LOCAL_BASE]), local), (int(c[L.LOCAL_INIT]), local)]

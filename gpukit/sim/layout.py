@@ -127,6 +127,9 @@ SPACE_NAMES = ("global", "shared", "local", "const")
 INIT_NONE = 0  # all initialised
 INIT_BYTE = 1  # one byte per element, 1 once written (global and local memory)
 INIT_STAMP = 2  # one uint64 per element, the stamp of its latest write (shared memory)
+# shared memory while races are checked: the writer records (S_WREC) hold the stamp of each
+# element's latest write already, so they are its init marks too (8 bytes and a store less)
+INIT_WREC = 3
 
 # -- per-site counters (SITE_FIELDS per site, after the slot table) ----------------------------
 # executions of the site in each memory space (indexed by SPACE_*), then the element size of an
