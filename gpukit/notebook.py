@@ -21,18 +21,14 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from .errors import GpukitError, InvalidArgumentError, KernelError
+from .simulate.tracebacks import is_internal
 
 if TYPE_CHECKING:
     from typing_extensions import Self
 
-_GPUKIT_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 ENV_VAR = "GPUKIT_TRACEBACKS"
 NOTE = ("(gpukit's own frames are hidden: gpukit.tracebacks(False) shows them, "
         "and %tb shows the last error in full)")
-
-
-def _is_internal(filename: str) -> bool:
-    return os.path.abspath(filename).startswith(_GPUKIT_DIR)
 
 
 def learner_traceback(tb: TracebackType | None) -> TracebackType | None:
@@ -42,7 +38,7 @@ def learner_traceback(tb: TracebackType | None) -> TracebackType | None:
     while tb is not None:
         frames.append(tb)
         tb = tb.tb_next
-    kept = [t for t in frames if not _is_internal(t.tb_frame.f_code.co_filename)]
+    kept = [t for t in frames if not is_internal(t.tb_frame.f_code.co_filename)]
     if not kept:
         return frames[0] if frames else None
     head = None
