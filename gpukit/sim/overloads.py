@@ -129,6 +129,7 @@ def mirror_cuda_overloads() -> None:
     from numba.core import types
     from numba.core.typing import templates as cpu_templates
     from numba.cuda.descriptor import cuda_target
+    from numba.cuda.typing import templates as cuda_templates
 
     for func, ftype in _registered_functions():
         for template in getattr(ftype, "templates", ()):
@@ -139,8 +140,6 @@ def mirror_cuda_overloads() -> None:
                 mirror = _cpu_template(template)              # the program's
                 cpu_templates.infer(mirror)
                 cpu_templates.infer_global(func, types.Function(mirror))
-    from numba.cuda.typing import templates as cuda_templates
-
     # overload_method(..., target="cuda"), by numba-cuda's or numba's own overload_method
     for registry in known_registries(cuda_target.typing_context, cuda_templates.Registry,
                                      cuda_templates.builtin_registry,
