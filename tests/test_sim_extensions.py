@@ -305,8 +305,8 @@ def test_a_programs_registrations_are_mirrored_without_loading_numba_cudas_libra
 
 def test_the_simulators_own_functions_compile_without_entry_points_for_python_or_c():
     """Only compiled code calls the engine's overloads and jitable functions, so Numba builds
-    them without the CPython and C wrappers it gives a function by default (they were a quarter
-    of a process's first compile); options an overload asks for are kept."""
+    them without the CPython and C wrappers it gives a function by default (a sixth of a
+    process's first compile); options an overload asks for are kept."""
     from numba.core.typing import templates
 
     from gpukit.sim import access, lowlevel

@@ -20,8 +20,8 @@ from numba.extending import overload as numba_overload
 
 # Numba compiles each overload's implementation, for each set of argument types, as a function
 # of its own, with a CPython wrapper and a C wrapper unless told not to. The engine's are only
-# called from compiled code (and most are inlined there): the wrappers were a quarter of the
-# time of a process's first compile (measured: 1.3 s of cfunc wrappers alone for a vector add).
+# called from compiled code (and most are inlined there): without the wrappers a process's
+# first compile of a vector add took about a sixth less time (11.6-12.1 s -> 9.7-10.2 s).
 _COMPILED_CALLERS_ONLY = {"no_cpython_wrapper": True, "no_cfunc_wrapper": True}
 
 
