@@ -99,6 +99,7 @@ class SimKernel:
         self.ready: tuple = (None, {})  # (driver, {type key: Numba types} it is compiled for)
         self.counted: dict = {}  # (types, counters) -> what launch._stats made of them
         self.local_slots: dict = {}  # local memory's slot, made by launch._local
+        self.plans: dict = {}  # launch bindings kept for launches that repeat them (launch._Plan)
 
     def _sources(self) -> None:
         self.regions = self.unit.region_vars is not None  # see gpukit.sim.regions

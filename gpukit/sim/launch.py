@@ -10,6 +10,7 @@ and the context it leaves behind becomes statistics, printed output, trace colum
 from __future__ import annotations
 
 import functools
+import itertools
 import sys
 import threading
 import time
@@ -80,12 +81,19 @@ class SlotInfo:
     stride: int = 0  # local memory: bytes between two threads' frames
 
 
+_generations = itertools.count(1)
+
+
 class Workspace:
-    """Scratch memory reused by every launch on one simulated device (no churn)."""
+    """Scratch memory reused by every launch on one simulated device (no churn).
+
+    `generation` changes whenever a buffer is made or replaced (by a number no workspace has had
+    before), so that a launch plan holding the addresses of an older generation is not used."""
 
     def __init__(self) -> None:
         self._buffers: dict[str, np.ndarray] = {}
         self._addresses: dict[str, int] = {}
+        self.generation = next(_generations)
 
     def get(self, name: str, nbytes: int, zero: bool = False) -> np.ndarray:
         buf = self._buffers.get(name)
@@ -93,6 +101,7 @@ class Workspace:
             buf = np.zeros(max(nbytes, 64), np.uint8)
             self._buffers[name] = buf
             self._addresses[name] = buf.ctypes.data
+            self.generation = next(_generations)
         elif zero:
             buf[:nbytes] = 0
         return buf
@@ -172,26 +181,43 @@ def run(kernel: SimKernel, memory: DeviceMemory, workspace: Workspace, args: tup
     evenly spread over the grid are recorded, and a full trace just stops recording."""
     tpb = block[0] * block[1] * block[2]
     nblocks = grid[0] * grid[1] * grid[2]
-    pointed = _pointed(kernel, memory, args) if kernel.pointers else {}
-    nslots = len(kernel.slots) + len(pointed)
-    for arg in args:
-        if isinstance(arg, tuple):  # arrays in tuples get slots of their own
-            nslots += len(_tuple_arrays(arg, ""))
-    nsites = max(len(kernel.sites), 1)
-    header = L.HEADER + nslots * L.SLOT_FIELDS
-    c = np.zeros(header + nsites * L.SITE_FIELDS, np.int64)
+    key = _plan_key(kernel, workspace, args, grid, block, dynamic_shared_bytes, checks)
+    plan = kernel.plans.get(key) if key is not None else None
     keep: list[Any] = []  # everything the context points at stays alive until the end
-    infos: list[Any] = [None] * nslots
-    captured = [_captured_view(kernel, memory, entry) for entry in kernel.captured]
-    arrays = _arrays(args) + [a for a in captured if a is not None] + list(pointed.values())
-    fresh = [a.alloc for a in arrays if not a.is_freed and not a.alloc.has_race_records]
+    if plan is not None:  # a launch that repeats an earlier one's binding
+        c, infos, arrays, fresh = plan.context.copy(), list(plan.infos), plan.arrays, []
+        captured: list = []
+        pointed: dict = {}
+    else:
+        pointed = _pointed(kernel, memory, args) if kernel.pointers else {}
+        nslots = len(kernel.slots) + len(pointed)
+        for arg in args:
+            if isinstance(arg, tuple):  # arrays in tuples get slots of their own
+                nslots += len(_tuple_arrays(arg, ""))
+        nsites = max(len(kernel.sites), 1)
+        c = np.zeros(L.HEADER + nslots * L.SLOT_FIELDS + nsites * L.SITE_FIELDS, np.int64)
+        c[L.NSLOTS], c[L.SITE_BASE], c[L.NSITES] = nslots, L.HEADER + nslots * L.SLOT_FIELDS, \
+            nsites
+        infos = [None] * nslots
+        captured = [_captured_view(kernel, memory, entry) for entry in kernel.captured]
+        arrays = _arrays(args) + [a for a in captured if a is not None] + list(pointed.values())
+        fresh = [a.alloc for a in arrays if not a.is_freed and not a.alloc.has_race_records]
     trace_bytes = trace_capacity * L.TRACE_FIELDS * 8
     if trace_bytes:
         memory.host_budget.take(trace_bytes, f"a trace of up to {trace_capacity:,} accesses")
     try:
-        result = _run(kernel, memory, workspace, args, grid, block, dynamic_shared_bytes, checks,
-                      schedule, seed, watchdog_s, trace_capacity, trace_sample, c, keep, infos,
-                      nslots, nsites, header, tpb, nblocks, captured, pointed)
+        if plan is None:
+            values = _bind(kernel, memory, args, checks, c, keep, infos, captured, pointed)
+            _fill(kernel, workspace, c, checks, grid, block, dynamic_shared_bytes, infos)
+            if key is not None:
+                plan = _remember(kernel, workspace, args, grid, block, dynamic_shared_bytes,
+                                 checks, c, infos, arrays)
+        else:
+            values = [arg.host_view() if is_array else _as_declared(kernel, k, arg)
+                      for k, (arg, is_array) in enumerate(zip(args, plan.array_args))]
+        result = _run(kernel, memory, workspace, values, grid, block, dynamic_shared_bytes,
+                      schedule, seed, watchdog_s, trace_capacity, trace_sample, c, keep, infos, tpb,
+                      nblocks, plan)
     except BaseException:  # race records this launch made go with it; older ones stay
         for alloc in fresh:
             if not alloc.freed:
@@ -205,25 +231,81 @@ def run(kernel: SimKernel, memory: DeviceMemory, workspace: Workspace, args: tup
     return result
 
 
-def _run(kernel: SimKernel, memory: DeviceMemory, workspace: Workspace, args: tuple,
-         grid: tuple[int, int, int], block: tuple[int, int, int], dynamic_shared_bytes: int,
-         checks: dict[str, bool], schedule: str, seed: int | None, watchdog_s: float | None,
-         trace_capacity: int, trace_sample: int, c: np.ndarray, keep: list, infos: list,
-         nslots: int, nsites: int, header: int, tpb: int, nblocks: int,
-         captured: list, pointed: dict) -> LaunchResult:
-    values = _bind(kernel, memory, args, checks, c, keep, infos, captured, pointed)
+@dataclass(slots=True)
+class _Plan:
+    """A launch's binding, kept for the launches that repeat it (a loop of small launches spends
+    most of its time binding the same arrays to the same slots): the context as binding left
+    it, the slots' descriptions, the device arrays among the arguments, and the driver with its
+    types once found."""
+
+    context: np.ndarray
+    infos: list
+    arrays: list
+    array_args: tuple[bool, ...]
+    driver: Any = None
+    sig: tuple = ()
+    types: Any = None
+
+
+def _plan_key(kernel: SimKernel, workspace: Workspace, args: tuple, grid: tuple, block: tuple,
+              dynamic_shared_bytes: int, checks: dict[str, bool]) -> tuple | None:
+    """Everything a launch's binding depends on: the workspace's buffers (by generation), the
+    geometry and checks, each array argument (the object, which its plan keeps alive, and its
+    allocation's storage, mask and records) and each scalar's type. None for launches that bind
+    more than their arguments (raw pointers, captured arrays) or pass tuples: bound every time.
+    Reading `allocation` raises for a freed array, as binding it would."""
+    if kernel.pointers or kernel.captured:
+        return None
+    parts: list[Any] = [workspace.generation, grid, block, dynamic_shared_bytes,
+                        tuple(checks.items())]
+    for arg in args:
+        if isinstance(arg, DeviceArray):
+            parts.append((id(arg), arg.allocation.binding_key))
+            continue
+        kind = _type_key(arg)
+        if kind is None or type(arg) is tuple:
+            return None
+        parts.append(kind)
+    return tuple(parts)
+
+
+def _remember(kernel: SimKernel, workspace: Workspace, args: tuple, grid: tuple, block: tuple,
+              dynamic_shared_bytes: int, checks: dict[str, bool], c: np.ndarray, infos: list,
+              arrays: list) -> _Plan:
+    """Keep the binding just made, under the key the next launch with these arguments will find
+    (binding may have made the arguments' masks and records)."""
+    if len(kernel.plans) >= 8:
+        kernel.plans.clear()
+    plan = _Plan(c.copy(), list(infos), arrays,
+                 tuple(isinstance(arg, DeviceArray) for arg in args))
+    key = _plan_key(kernel, workspace, args, grid, block, dynamic_shared_bytes, checks)
+    kernel.plans[key] = plan
+    return plan
+
+
+def _fill(kernel: SimKernel, workspace: Workspace, c: np.ndarray, checks: dict[str, bool],
+          grid: tuple[int, int, int], block: tuple[int, int, int], dynamic_shared_bytes: int,
+          infos: list) -> None:
+    """The context's checks, geometry, shared and local memory (after the arguments' slots)."""
     c[L.CHECKS] = _check_flags(tuple(checks.items()))
     c[L.BDX], c[L.BDY], c[L.BDZ] = block
     c[L.BDX_SHIFT], c[L.BDXY_SHIFT] = _shift(block[0]), _shift(block[0] * block[1])
     c[L.GDX], c[L.GDY], c[L.GDZ] = grid
-    c[L.TPB], c[L.NBLOCKS] = tpb, nblocks
-    c[L.NSLOTS], c[L.SITE_BASE], c[L.NSITES] = nslots, header, nsites
+    c[L.TPB], c[L.NBLOCKS] = block[0] * block[1] * block[2], grid[0] * grid[1] * grid[2]
+    _shared(kernel, workspace, c, dynamic_shared_bytes, infos)
+    _local(kernel, workspace, c, int(c[L.TPB]), infos)
+
+
+def _run(kernel: SimKernel, memory: DeviceMemory, workspace: Workspace, values: list,
+         grid: tuple[int, int, int], block: tuple[int, int, int], dynamic_shared_bytes: int,
+         schedule: str,
+         seed: int | None, watchdog_s: float | None, trace_capacity: int, trace_sample: int,
+         c: np.ndarray, keep: list, infos: list, tpb: int, nblocks: int,
+         plan: _Plan | None) -> LaunchResult:
     if memory.race_stamp + 1 >= STAMP_LIMIT:
         _renumber(memory, workspace)
     c[L.STAMP] = memory.race_stamp
     c[L.LAUNCH_STAMP] = memory.race_stamp + 1
-    _shared(kernel, workspace, c, dynamic_shared_bytes, infos)
-    _local(kernel, workspace, c, tpb, infos)
     if kernel.generator:
         c[L.XCH] = workspace.address("xch", L.xch_bytes(tpb), zero=True)
     if kernel.regions:
@@ -248,7 +330,7 @@ def _run(kernel: SimKernel, memory: DeviceMemory, workspace: Workspace, args: tu
     columns = None
     if trace_capacity:
         columns = np.empty(trace_capacity * L.TRACE_FIELDS, np.int64)  # rows < TRACE_N are read
-        seq = np.zeros(tpb * nsites, np.int64)
+        seq = np.zeros(tpb * int(c[L.NSITES]), np.int64)
         keep += [columns, seq]
         c[L.TRACE_COLS], c[L.TRACE_CAP], c[L.TRACE_SEQ] = columns.ctypes.data, trace_capacity, \
             seq.ctypes.data
@@ -257,7 +339,12 @@ def _run(kernel: SimKernel, memory: DeviceMemory, workspace: Workspace, args: tu
             c[L.TRACE_QUIET] = 1
             if trace_sample < nblocks:  # an odd stride: no aliasing with power-of-two layouts
                 c[L.TRACE_EVERY] = -(-nblocks // trace_sample) | 1
-    driver, sig, types = _compiled_driver(kernel, values)
+    if plan is not None and plan.driver is not None and plan.driver is kernel.driver:
+        driver, sig, types = plan.driver, plan.sig, plan.types
+    else:
+        driver, sig, types = _compiled_driver(kernel, values)
+        if plan is not None:
+            plan.driver, plan.sig, plan.types = driver, sig, types
     start = time.perf_counter()
     error = None
     if watchdog_s:

@@ -138,6 +138,13 @@ class Allocation:
         self.writers_address = self.readers_address = 0
 
     @property
+    def binding_key(self) -> tuple:
+        """What binding this allocation to a launch depends on (gpukit.sim.launch's plans):
+        its storage, written-elements mask and race records, by address."""
+        return (self.id, self.address, self._all_initialized, self.init_mask_address,
+                self.writers_address, self.readers_address)
+
+    @property
     def has_race_records(self) -> bool:
         return self._writers is not None
 
