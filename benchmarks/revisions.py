@@ -1,6 +1,7 @@
 """The simulator-speed targets, measured for several git revisions of gpukit in one run.
 
-    python -m benchmarks.revisions REV [REV ...] [--repeat N] [--quick] [--output PATH]
+    python -m benchmarks.revisions REV [REV ...] [--repeat N] [--quick] [--target NAME]
+                                   [--output PATH]
     python -m benchmarks.revisions db49acd .    # the speed issue's baseline; the tree now
 
 Each REV is a commit (anything `git rev-parse` takes) or `.` for the working tree. Each is copied
@@ -146,7 +147,7 @@ def _cell(result: dict | None, target: str) -> str:
     return f"{report.seconds(result['s'])} s ({result['s'] / result['numpy_s']:.1f}x numpy)"
 
 
-def run(revs: list[str], repeat: int, quick: bool) -> str:
+def run(revs: list[str], repeat: int, quick: bool, targets: list[str] | None = None) -> str:
     started = dt.datetime.now(dt.timezone.utc)
     load_before = report.load_average()
     with tempfile.TemporaryDirectory(prefix="gpukit-revisions-") as tmp:
@@ -156,8 +157,9 @@ def run(revs: list[str], repeat: int, quick: bool) -> str:
             (into / "cache").mkdir(parents=True)
             copies.append((_copy(rev, into), into))
         best: dict[tuple[str, str], dict] = {}
+        chosen = [t for t in TARGETS if not targets or t in targets]
         for _ in range(repeat):
-            for target in TARGETS:
+            for target in chosen:
                 for label, into in copies:
                     result = _measure(into / "src", into / "cache", target, quick)
                     print(f"{target} @ {label}: {_cell(result, target)}", flush=True)
@@ -167,6 +169,8 @@ def run(revs: list[str], repeat: int, quick: bool) -> str:
     labels = [label for label, _ in copies]
     rows = []
     for target, (*_, goal) in TARGETS.items():
+        if targets and target not in targets:
+            continue
         cells = [_cell(best.get((target, label)), target) for label in labels]
         first, last = best.get((target, labels[0]), {}), best.get((target, labels[-1]), {})
         gain = first.get("s", 0) / last["s"] if "s" in first and "s" in last else None
@@ -177,7 +181,8 @@ def run(revs: list[str], repeat: int, quick: bool) -> str:
         "# The simulator-speed targets, revision by revision",
         "",
         (f"Written by `python -m benchmarks.revisions {' '.join(revs)}"
-         f"{' --quick' if quick else ''} --repeat {repeat}` on "
+         f"{' --quick' if quick else ''}"
+         f"{''.join(f' --target {t!r}' for t in targets or [])} --repeat {repeat}` on "
          f"{started:%Y-%m-%d %H:%M} UTC; do not edit by hand, rerun it."),
         "",
         "## Machine", "", machine,
@@ -189,7 +194,8 @@ def run(revs: list[str], repeat: int, quick: bool) -> str:
          "engine: the simulator the speed issue (#19) measured when it was filed, on a slower "
          "machine than this one."), "",
         report.markdown_table(headers, rows), "",
-        "Sizes: " + ("the quick ones (" + ", ".join(f"{t}: {n:,}" for t, n in QUICK.items())
+        "Sizes: " + ("the quick ones (" + ", ".join(f"{t}: {n:,}" for t, n in QUICK.items()
+                                              if not targets or t in targets)
                      + ")" if quick else "as named") + ".", ""])
 
 
@@ -199,6 +205,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("revs", nargs="*", help="commits, or . for the working tree")
     parser.add_argument("--repeat", type=int, default=2, help="workers per target and revision")
     parser.add_argument("--quick", action="store_true", help="small sizes (a smoke test)")
+    parser.add_argument("--target", action="append", choices=list(TARGETS),
+                        help="measure only this target (again for more); default: all")
     parser.add_argument("--output", type=Path, default=OUTPUT, help="where to write the report")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     options = parser.parse_args(argv)
@@ -207,7 +215,7 @@ def main(argv: list[str] | None = None) -> None:
         return
     if not options.revs:
         parser.error("name at least one revision (a commit, or . for the working tree)")
-    text = run(options.revs, options.repeat, options.quick)
+    text = run(options.revs, options.repeat, options.quick, options.target)
     options.output.write_text(text)
     print(text)
 

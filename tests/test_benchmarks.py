@@ -291,3 +291,21 @@ def test_revisions_report_puts_the_revisions_side_by_side(monkeypatch, tmp_path)
            "10x faster than when #19 was filed (7 s on its machine) |" in text
     assert "| 1,000 launches of 32 threads | 200.0 us | 50.0 us | 4x | under 50 us a launch |" \
         in text
+
+
+def test_revisions_can_measure_only_the_targets_named(monkeypatch):
+    from benchmarks import revisions
+    monkeypatch.setattr(revisions, "_copy", lambda rev, into: f"rev-{rev}")
+    measured = []
+
+    def measure(src, cache, target, quick):
+        measured.append(target)
+        return {"s": 1e-4}
+    monkeypatch.setattr(revisions, "_measure", measure)
+    loop = "1,000 launches of 32 threads"
+    text = revisions.run(["old", "new"], 2, quick=True, targets=[loop])
+    assert measured == [loop] * 4  # two revisions, two turns each
+    assert f"--quick --target '{loop}' --repeat 2`" in text
+    assert f"| {loop} | 100.0 us | 100.0 us |" in text and "tiled matmul" not in text
+    with pytest.raises(SystemExit):  # argparse refuses a target it does not know
+        revisions.main(["old", "--target", "matmul"])

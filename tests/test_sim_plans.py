@@ -6,12 +6,16 @@ compute and check exactly as a first launch would."""
 
 from __future__ import annotations
 
+import gc
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from numba import cuda, float64
 
+import gpukit
+import gpukit.sim.launch
 from gpukit.backends.cpu import CPUBackend
 from gpukit.errors import (
     InvalidDeviceArrayError,
@@ -112,6 +116,22 @@ def test_a_view_of_the_same_allocation_is_bound_as_itself():
         be.launch_kernel(scale_through_shared, 1, 32, short, out, 1.0, 32)
 
 
+def test_a_view_in_a_dropped_views_place_is_bound_as_itself(monkeypatch):
+    # each view dies after its launch, so the next may get its id (made certain here: every
+    # object has the same id): a strided view must still be typed as strided (Numba's layout
+    # "A"), a contiguous one as "C"
+    monkeypatch.setattr(gpukit.sim.launch, "id", lambda obj: 0, raising=False)
+    be = CPUBackend()
+    whole = be.to_device(np.arange(2 * N, dtype=np.float64))
+    out = be.allocate(32, np.float64)
+    for step in (1, 2, 1, 2, 1, 2):
+        record = be.launch_kernel(scale_through_shared, 1, 32, whole[:32 * step:step], out, 1.0,
+                                  32)
+        assert record.signature[0].layout == ("C" if step == 1 else "A")
+        expected = np.roll(np.arange(0, 32 * step, step), -1) + np.arange(32)
+        np.testing.assert_array_equal(be.to_host(out), expected)
+
+
 def test_a_plan_is_not_used_after_the_scratch_memory_it_points_into_is_replaced():
     be = CPUBackend()
     src = be.to_device(np.arange(32, dtype=np.float64))
@@ -158,3 +178,27 @@ def test_a_repeated_launch_sees_its_arrays_masks_as_they_are_now():
     for s in (2.0, 3.0, 3.0):
         be.launch_kernel(scale_through_shared, n // 32, 32, src, dst, s, n)
         np.testing.assert_array_equal(be.to_host(dst), s + np.arange(n))
+
+
+@cuda.jit
+def _fill(out, value):
+    i = cuda.grid(1)
+    if i < out.size:
+        out[i] = value
+
+
+def test_a_plan_keeps_no_launched_array_alive():
+    # numba-cuda's API frees an array when it is collected: launching it, again and again (a
+    # repeated launch reuses its binding), must not keep its memory from being freed
+    with gpukit.simulate("T4"):
+        context = cuda.current_context()
+        free = context.get_memory_info().free
+        for k in range(12):  # each array is launched three times, then dropped
+            a = cuda.device_array(1 << 20, np.float32)
+            for _ in range(3):
+                _fill[4096, 256](a, float(k))
+            assert a.copy_to_host()[-1] == k
+            del a
+            gc.collect()
+            context.memory_manager.deallocations.clear()  # frees what numba-cuda has pending
+            assert context.get_memory_info().free == free

@@ -14,6 +14,7 @@ import itertools
 import sys
 import threading
 import time
+import weakref
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -183,11 +184,14 @@ def run(kernel: SimKernel, memory: DeviceMemory, workspace: Workspace, args: tup
     nblocks = grid[0] * grid[1] * grid[2]
     key = _plan_key(kernel, workspace, args, grid, block, dynamic_shared_bytes, checks)
     plan = kernel.plans.get(key) if key is not None else None
+    if plan is not None and not plan.binds(args):
+        plan = None  # an argument died and another object took its id
     keep: list[Any] = []  # everything the context points at stays alive until the end
+    captured: list = []
+    pointed: dict = {}
     if plan is not None:  # a launch that repeats an earlier one's binding
-        c, infos, arrays, fresh = plan.context.copy(), list(plan.infos), plan.arrays, []
-        captured: list = []
-        pointed: dict = {}
+        c, infos, values = plan.replay(kernel, args)
+        arrays, fresh = [arg for arg in args if isinstance(arg, DeviceArray)], []
     else:
         pointed = _pointed(kernel, memory, args) if kernel.pointers else {}
         nslots = len(kernel.slots) + len(pointed)
@@ -211,10 +215,7 @@ def run(kernel: SimKernel, memory: DeviceMemory, workspace: Workspace, args: tup
             _fill(kernel, workspace, c, checks, grid, block, dynamic_shared_bytes, infos)
             if key is not None:
                 plan = _remember(kernel, workspace, args, grid, block, dynamic_shared_bytes,
-                                 checks, c, infos, arrays)
-        else:
-            values = [arg.host_view() if is_array else _as_declared(kernel, k, arg)
-                      for k, (arg, is_array) in enumerate(zip(args, plan.array_args))]
+                                 checks, c, infos)
         result = _run(kernel, memory, workspace, values, grid, block, dynamic_shared_bytes,
                       schedule, seed, watchdog_s, trace_capacity, trace_sample, c, keep, infos, tpb,
                       nblocks, plan)
@@ -235,25 +236,42 @@ def run(kernel: SimKernel, memory: DeviceMemory, workspace: Workspace, args: tup
 class _Plan:
     """A launch's binding, kept for the launches that repeat it (a loop of small launches spends
     most of its time binding the same arrays to the same slots): the context as binding left
-    it, the slots' descriptions, the device arrays among the arguments, and the driver with its
+    it, the slots' descriptions (an argument's own are made again at each launch), a weak
+    reference to each device array argument (a plan keeps no memory alive: an array that
+    numba-cuda's API frees when it is collected is freed as before), and the driver with its
     types once found."""
 
     context: np.ndarray
     infos: list
-    arrays: list
-    array_args: tuple[bool, ...]
+    refs: tuple  # per argument: a weak reference to the device array, None for a scalar
     driver: Any = None
     sig: tuple = ()
     types: Any = None
+
+    def binds(self, args: tuple) -> bool:
+        """Whether `args` are the very arrays the plan was made for (its key has their ids)."""
+        return all(ref is None or ref() is arg for ref, arg in zip(self.refs, args))
+
+    def replay(self, kernel: SimKernel, args: tuple) -> tuple[np.ndarray, list, list]:
+        """(a context as binding `args` would make it, the slots' descriptions, the values the
+        driver takes)."""
+        infos, values = list(self.infos), []
+        for k, (arg, ref) in enumerate(zip(args, self.refs)):
+            if ref is None:
+                values.append(_as_declared(kernel, k, arg))
+            else:
+                infos[k] = SlotInfo(kernel.param_names[k], "global", arg.shape, arg.dtype, arg)
+                values.append(arg.host_view())
+        return self.context.copy(), infos, values
 
 
 def _plan_key(kernel: SimKernel, workspace: Workspace, args: tuple, grid: tuple, block: tuple,
               dynamic_shared_bytes: int, checks: dict[str, bool]) -> tuple | None:
     """Everything a launch's binding depends on: the workspace's buffers (by generation), the
-    geometry and checks, each array argument (the object, which its plan keeps alive, and its
-    allocation's storage, mask and records) and each scalar's type. None for launches that bind
-    more than their arguments (raw pointers, captured arrays) or pass tuples: bound every time.
-    Reading `allocation` raises for a freed array, as binding it would."""
+    geometry and checks, each array argument (the object, which its plan checks by a weak
+    reference, and its allocation's storage, mask and records) and each scalar's type. None for
+    launches that bind more than their arguments (raw pointers, captured arrays) or pass tuples:
+    bound every time. Reading `allocation` raises for a freed array, as binding it would."""
     if kernel.pointers or kernel.captured:
         return None
     parts: list[Any] = [workspace.generation, grid, block, dynamic_shared_bytes,
@@ -270,14 +288,18 @@ def _plan_key(kernel: SimKernel, workspace: Workspace, args: tuple, grid: tuple,
 
 
 def _remember(kernel: SimKernel, workspace: Workspace, args: tuple, grid: tuple, block: tuple,
-              dynamic_shared_bytes: int, checks: dict[str, bool], c: np.ndarray, infos: list,
-              arrays: list) -> _Plan:
+              dynamic_shared_bytes: int, checks: dict[str, bool], c: np.ndarray,
+              infos: list) -> _Plan:
     """Keep the binding just made, under the key the next launch with these arguments will find
     (binding may have made the arguments' masks and records)."""
     if len(kernel.plans) >= 8:
         kernel.plans.clear()
-    plan = _Plan(c.copy(), list(infos), arrays,
-                 tuple(isinstance(arg, DeviceArray) for arg in args))
+    refs = tuple(weakref.ref(arg) if isinstance(arg, DeviceArray) else None for arg in args)
+    kept = list(infos)
+    for k, ref in enumerate(refs):
+        if ref is not None:
+            kept[k] = None  # an argument's own: made again at each launch
+    plan = _Plan(c.copy(), kept, refs)
     key = _plan_key(kernel, workspace, args, grid, block, dynamic_shared_bytes, checks)
     kernel.plans[key] = plan
     return plan
