@@ -320,9 +320,8 @@ def _fill(kernel: SimKernel, workspace: Workspace, c: np.ndarray, checks: dict[s
 
 def _run(kernel: SimKernel, memory: DeviceMemory, workspace: Workspace, values: list,
          grid: tuple[int, int, int], block: tuple[int, int, int], dynamic_shared_bytes: int,
-         schedule: str,
-         seed: int | None, watchdog_s: float | None, trace_capacity: int, trace_sample: int,
-         c: np.ndarray, keep: list, infos: list, tpb: int, nblocks: int,
+         schedule: str, seed: int | None, watchdog_s: float | None, trace_capacity: int,
+         trace_sample: int, c: np.ndarray, keep: list, infos: list, tpb: int, nblocks: int,
          plan: _Plan | None) -> LaunchResult:
     if memory.race_stamp + 1 >= STAMP_LIMIT:
         _renumber(memory, workspace)
