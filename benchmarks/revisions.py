@@ -168,9 +168,8 @@ def run(revs: list[str], repeat: int, quick: bool, targets: list[str] | None = N
                         best[(target, label)] = result
     labels = [label for label, _ in copies]
     rows = []
-    for target, (*_, goal) in TARGETS.items():
-        if targets and target not in targets:
-            continue
+    for target in chosen:
+        goal = TARGETS[target][-1]
         cells = [_cell(best.get((target, label)), target) for label in labels]
         first, last = best.get((target, labels[0]), {}), best.get((target, labels[-1]), {})
         gain = first.get("s", 0) / last["s"] if "s" in first and "s" in last else None
@@ -194,8 +193,7 @@ def run(revs: list[str], repeat: int, quick: bool, targets: list[str] | None = N
          "engine: the simulator the speed issue (#19) measured when it was filed, on a slower "
          "machine than this one."), "",
         report.markdown_table(headers, rows), "",
-        "Sizes: " + ("the quick ones (" + ", ".join(f"{t}: {n:,}" for t, n in QUICK.items()
-                                              if not targets or t in targets)
+        "Sizes: " + ("the quick ones (" + ", ".join(f"{t}: {QUICK[t]:,}" for t in chosen)
                      + ")" if quick else "as named") + ".", ""])
 
 

@@ -191,7 +191,7 @@ def run(kernel: SimKernel, memory: DeviceMemory, workspace: Workspace, args: tup
     pointed: dict = {}
     if plan is not None:  # a launch that repeats an earlier one's binding
         c, infos, values = plan.replay(kernel, args)
-        arrays, fresh = [arg for arg in args if isinstance(arg, DeviceArray)], []
+        arrays, fresh = _arrays(args), []
     else:
         pointed = _pointed(kernel, memory, args) if kernel.pointers else {}
         nslots = len(kernel.slots) + len(pointed)
@@ -212,7 +212,8 @@ def run(kernel: SimKernel, memory: DeviceMemory, workspace: Workspace, args: tup
     try:
         if plan is None:
             values = _bind(kernel, memory, args, checks, c, keep, infos, captured, pointed)
-            _fill(kernel, workspace, c, checks, grid, block, dynamic_shared_bytes, infos)
+            _fill(kernel, workspace, c, checks, grid, block, tpb, nblocks, dynamic_shared_bytes,
+                  infos)
             if key is not None:
                 plan = _remember(kernel, workspace, args, grid, block, dynamic_shared_bytes,
                                  checks, c, infos)
@@ -280,8 +281,8 @@ def _plan_key(kernel: SimKernel, workspace: Workspace, args: tuple, grid: tuple,
         if isinstance(arg, DeviceArray):
             parts.append((id(arg), arg.allocation.binding_key))
             continue
-        kind = _type_key(arg)
-        if kind is None or type(arg) is tuple:
+        kind = None if isinstance(arg, tuple) else _type_key(arg)
+        if kind is None:
             return None
         parts.append(kind)
     return tuple(parts)
@@ -306,16 +307,16 @@ def _remember(kernel: SimKernel, workspace: Workspace, args: tuple, grid: tuple,
 
 
 def _fill(kernel: SimKernel, workspace: Workspace, c: np.ndarray, checks: dict[str, bool],
-          grid: tuple[int, int, int], block: tuple[int, int, int], dynamic_shared_bytes: int,
-          infos: list) -> None:
+          grid: tuple[int, int, int], block: tuple[int, int, int], tpb: int, nblocks: int,
+          dynamic_shared_bytes: int, infos: list) -> None:
     """The context's checks, geometry, shared and local memory (after the arguments' slots)."""
     c[L.CHECKS] = _check_flags(tuple(checks.items()))
     c[L.BDX], c[L.BDY], c[L.BDZ] = block
     c[L.BDX_SHIFT], c[L.BDXY_SHIFT] = _shift(block[0]), _shift(block[0] * block[1])
     c[L.GDX], c[L.GDY], c[L.GDZ] = grid
-    c[L.TPB], c[L.NBLOCKS] = block[0] * block[1] * block[2], grid[0] * grid[1] * grid[2]
+    c[L.TPB], c[L.NBLOCKS] = tpb, nblocks
     _shared(kernel, workspace, c, dynamic_shared_bytes, infos)
-    _local(kernel, workspace, c, int(c[L.TPB]), infos)
+    _local(kernel, workspace, c, tpb, infos)
 
 
 def _run(kernel: SimKernel, memory: DeviceMemory, workspace: Workspace, values: list,
@@ -360,7 +361,7 @@ def _run(kernel: SimKernel, memory: DeviceMemory, workspace: Workspace, values: 
             c[L.TRACE_QUIET] = 1
             if trace_sample < nblocks:  # an odd stride: no aliasing with power-of-two layouts
                 c[L.TRACE_EVERY] = -(-nblocks // trace_sample) | 1
-    if plan is not None and plan.driver is not None and plan.driver is kernel.driver:
+    if plan is not None and plan.driver is kernel.driver:
         driver, sig, types = plan.driver, plan.sig, plan.types
     else:
         driver, sig, types = _compiled_driver(kernel, values)
