@@ -76,6 +76,13 @@ def twice(a):
         a[i] = a[i] * 2
 
 
+@cuda.jit
+def reverse(out):
+    i = cuda.grid(1)
+    if i < out.size:
+        out[out.size - 1 - i] = i
+
+
 BE = CPUBackend()
 N = 64
 A = BE.to_device(np.arange(N, dtype=np.float32))
@@ -83,6 +90,9 @@ OUT = BE.allocate(N, np.float32)
 X = np.linspace(0, 1, 16, dtype=np.float32).reshape(4, 4)
 Q = np.ones((1, 1, 4, 4), np.float32)
 TRACE = BE.launch_kernel(vadd, 1, N, A, A, OUT, trace=True).trace
+# OUT's race records, which a launch makes once and OUT keeps (vadd's launches over one block
+# dimension need none: each thread writes its own element; a 2-D block needs them)
+BE.launch_kernel(reverse, 1, N, OUT)
 KEEP = {A.alloc, OUT.alloc}
 
 

@@ -25,6 +25,7 @@ from .compiler import (
     jit_options,
     runtime,
 )
+from .thread_indexed import thread_indexed
 from .transform import NeedsArgumentDtypes, Unit
 
 
@@ -91,7 +92,11 @@ class SimKernel:
         self.generator = self.unit.generator
         self.local_kernel_bytes = self.unit.frame_bytes
         self.local_bytes = self.unit.frame_bytes + _call_depth(self.unit, ())
-        self.param_usage = param_usage(self.unit, self.param_names)
+        tree = ast.parse(_original_source(self.unit))
+        self.param_usage = param_usage(tree, self.param_names)
+        # parameters indexed only by the thread's grid coordinates (race records elided by
+        # launches whose shape and arguments keep each element to one thread)
+        self.thread_indexed = thread_indexed(self.py_func, tree, self.param_names)
         self._driver: Any = None
         self._sources()
         self.checked_signatures: set = set()
@@ -219,13 +224,13 @@ def _compile(kernel: SimKernel) -> Any:
     return numba.njit(cache=on_disk, **kernel.jit_options)(namespace["_g_drive"])
 
 
-def param_usage(unit: Unit, params: tuple[str, ...]) -> dict[str, tuple[bool, bool]]:
-    """For each parameter: (may be read, may be written) through it, conservatively.
+def param_usage(tree: ast.Module, params: tuple[str, ...]) -> dict[str, tuple[bool, bool]]:
+    """For each parameter of a kernel (source `tree`): (may be read, may be written) through
+    it, conservatively.
 
     Element reads and writes count; so does passing it to any call but len(), aliasing it, or
     taking a view of it, since the callee or the alias may read and write.
     """
-    tree = ast.parse(_original_source(unit))
     usage = {p: [False, False] for p in params}
     for node in ast.walk(tree):
         if isinstance(node, ast.Subscript):

@@ -211,7 +211,8 @@ def run(kernel: SimKernel, memory: DeviceMemory, workspace: Workspace, args: tup
         memory.host_budget.take(trace_bytes, f"a trace of up to {trace_capacity:,} accesses")
     try:
         if plan is None:
-            values = _bind(kernel, memory, args, checks, c, keep, infos, captured, pointed)
+            values = _bind(kernel, memory, args, checks, c, keep, infos, captured, pointed,
+                           grid, block)
             _fill(kernel, workspace, c, checks, grid, block, tpb, nblocks, dynamic_shared_bytes,
                   infos)
             if key is not None:
@@ -505,7 +506,7 @@ def _type_key(value: Any) -> Any:
 
 def _bind(kernel: SimKernel, memory: DeviceMemory, args: tuple, checks: dict[str, bool],
           c: np.ndarray, keep: list, infos: list[SlotInfo], captured: list,
-          pointed: dict) -> list:
+          pointed: dict, grid: tuple[int, int, int], block: tuple[int, int, int]) -> list:
     if len(args) != len(kernel.param_names):
         raise TypeError(f"kernel '{kernel.name}' takes {len(kernel.param_names)} arguments "
                         f"({', '.join(kernel.param_names)}), got {len(args)}")
@@ -528,10 +529,11 @@ def _bind(kernel: SimKernel, memory: DeviceMemory, args: tuple, checks: dict[str
                     written.add(array.allocation.id)
                 if r:
                     read.add(array.allocation.id)
-    for array in [*captured, *pointed.values()]:  # how the kernel uses these is not followed
-        if array is not None:
-            written.add(array.allocation.id)
-            read.add(array.allocation.id)
+    others = [array for array in [*captured, *pointed.values()] if array is not None]
+    for array in others:  # how the kernel uses these is not followed
+        written.add(array.allocation.id)
+        read.add(array.allocation.id)
+    written -= _thread_private(kernel, args, others, grid, block)
     values = []
     flags = (checks.get("races", True), checks.get("uninitialized", True), written, read)
     if captured:
@@ -559,6 +561,39 @@ def _bind(kernel: SimKernel, memory: DeviceMemory, args: tuple, checks: dict[str
         extra += len(leaves)
         values.append(_replaced(arg, views))
     return values
+
+
+def _thread_private(kernel: SimKernel, args: tuple, others: list[DeviceArray],
+                    grid: tuple[int, int, int], block: tuple[int, int, int]) -> set[int]:
+    """The allocations whose every element only one thread of this launch can touch, which
+    need no race records: each is the only argument on its allocation, indexed only by the
+    thread's grid coordinates (`kernel.thread_indexed`) in every dimension in which the launch
+    has more than one thread, through a view whose elements do not overlap."""
+    found: set[int] = set()
+    if not kernel.thread_indexed:
+        return found
+    arrays = _arrays(args) + others
+    for name, arg in zip(kernel.param_names, args):
+        axes = kernel.thread_indexed.get(name)
+        if axes is None or not isinstance(arg, DeviceArray) or len(axes) != len(arg.shape):
+            continue
+        if any(grid[d] * block[d] > 1 for d in range(3) if d not in axes):
+            continue  # threads differing only there share coordinates
+        if sum(array.alloc is arg.alloc for array in arrays) == 1 and _disjoint(arg):
+            found.add(arg.alloc.id)
+    return found
+
+
+def _disjoint(array: DeviceArray) -> bool:
+    """Whether no two elements of `array` share a byte (a view made by strides can overlap)."""
+    dims = sorted((abs(stride), extent) for extent, stride in zip(array.shape, array.strides)
+                  if extent > 1)
+    span = array.dtype.itemsize
+    for stride, extent in dims:
+        if stride < span:
+            return False
+        span = stride * extent
+    return True
 
 
 def _bind_array(kernel: SimKernel, memory: DeviceMemory, c: np.ndarray, infos: list, k: int,
