@@ -60,12 +60,23 @@ def by_y(out):
     out[j] = j
 
 
+def by_grid_stride(a, out):
+    start = cuda.grid(1)
+    stride = cuda.gridsize(1)
+    for i in range(start, out.size, stride):
+        out[i] = a[i]
+    for j in range(cuda.threadIdx.x + cuda.blockIdx.x * cuda.blockDim.x, out.size,
+                   cuda.blockDim.x * cuda.gridDim.x):
+        out[j] += 1
+
+
 def test_coordinates_by_grid_sums_and_their_parts_qualify():
     assert _indexed(by_grid) == {"a": (0,), "out": (0,)}
     assert _indexed(by_sum) == {"out": (0,)}
     assert _indexed(by_names) == {"an_array": (0,)}
     assert _indexed(by_rows) == {"C": (1, 0)}  # A is read at two forms: not one thread's
     assert _indexed(by_y) == {"out": (1,)}
+    assert _indexed(by_grid_stride) == {"a": (0,), "out": (0,)}
 
 
 def neighbour(out):
@@ -128,7 +139,17 @@ def nested(out):
     out[f()] = 0
 
 
-@pytest.mark.parametrize("kernel", [neighbour, moved, sliced, atomic, renamed, repeated,
+def block_stride(out):
+    for i in range(cuda.grid(1), out.size, cuda.blockDim.x):  # blocks' values overlap
+        out[i] = 0
+
+
+def thread_start(out):
+    for i in range(cuda.threadIdx.x, out.size, cuda.gridsize(1)):  # blocks start alike
+        out[i] = 0
+
+
+@pytest.mark.parametrize("kernel", [block_stride, thread_start, neighbour, moved, sliced, atomic, renamed, repeated,
                                     not_a_literal, other_sum, shadowed, reassigned, nested])
 def test_any_other_use_leaves_the_array_to_the_records(kernel):
     assert _indexed(kernel) == {}
@@ -221,3 +242,17 @@ def test_a_view_whose_elements_overlap_keeps_records(be):
     with pytest.raises(RaceConditionError) as info:
         be.launch_kernel(double, 2, 32, a, every_one_element)
     assert {info.value.thread, info.value.other_thread} == {(0, 0, 0), (1, 0, 0)}
+
+
+@cuda.jit
+def copy_strided(a, out):
+    for i in range(cuda.grid(1), out.size, cuda.gridsize(1)):
+        out[i] = a[i] + 1
+
+
+def test_a_grid_stride_loop_makes_no_records(be):
+    a = be.to_device(np.arange(1000, dtype=np.float32))
+    out = be.allocate(1000, np.float32)
+    be.launch_kernel(copy_strided, 3, 32, a, out)  # 96 threads, 10 or 11 elements each
+    np.testing.assert_array_equal(be.to_host(out), np.arange(1000) + 1)
+    assert not out.alloc.has_race_records

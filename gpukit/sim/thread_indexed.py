@@ -9,7 +9,10 @@ arguments make the proof hold (the grid's other dimensions of extent 1, the arra
 argument on its allocation, a view whose elements do not overlap).
 
 A coordinate is a variable assigned once, to `cuda.grid(n)` (unpacked for n > 1), or to
-`cuda.threadIdx.d + cuda.blockIdx.d * cuda.blockDim.d` in any order of the terms. A parameter
+`cuda.threadIdx.d + cuda.blockIdx.d * cuda.blockDim.d` in any order of the terms, or the
+variable of a grid-stride loop (`for i in range(start, n, stride)` with a coordinate as `start`
+and `cuda.gridsize(1)` or `cuda.gridDim.d * cuda.blockDim.d` as `stride`: each thread's values
+are its own). A parameter
 qualifies when every use of it is an element access whose index is the same distinct
 coordinates in the same order (`out[i]`, `C[row, col]`), or reads its metadata (`out.shape[0]`,
 `len(out)`); anything else (another index, a view, a call that takes the array, an atomic, a
@@ -94,8 +97,41 @@ class _Scope:
                 for axis, elt in enumerate(target.elts):
                     if isinstance(elt, ast.Name):
                         coords[elt.id] = axis
+        for node in self.nodes:  # a grid-stride loop's variable: start + k * gridsize
+            if isinstance(node, ast.For) and isinstance(node.target, ast.Name):
+                axis = self._grid_stride(node.iter, coords)
+                if axis is not None:
+                    coords[node.target.id] = axis
         return {name: axis for name, axis in coords.items()
                 if self.stores.get(name) == 1 and name not in params}
+
+    def _grid_stride(self, node: ast.AST, coords: dict[str, int]) -> int | None:
+        """The axis d of `range(start, stop, step)` whose start is the thread's coordinate in
+        dimension d and whose step is the number of threads in it, else None."""
+        if not (isinstance(node, ast.Call) and len(node.args) == 3 and not node.keywords
+                and self._resolve(node.func) is range):
+            return None
+        start, _, step = node.args
+        axis = 0 if self._grid_call(start) == 1 else self._sum_of_coordinate(start)
+        if isinstance(start, ast.Name) and self.stores.get(start.id) == 1:
+            axis = coords.get(start.id)
+        return axis if axis is not None and self._threads_in(step) == axis else None
+
+    def _threads_in(self, node: ast.AST) -> int | None:
+        """The axis d of `cuda.gridsize(1)` (d = 0) or `gridDim.d * blockDim.d`, else None."""
+        if isinstance(node, ast.Name):
+            value = self.value(node.id)
+            return self._threads_in(value) if value is not None else None
+        if isinstance(node, ast.Call) and len(node.args) == 1 and not node.keywords \
+                and isinstance(node.args[0], ast.Constant) and node.args[0].value == 1 \
+                and self._intrinsic(node.func) == "gridsize":
+            return 0
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult):
+            parts = {self._coordinate_part(node.left), self._coordinate_part(node.right)}
+            for axis in range(3):
+                if parts == {("gridDim", axis), ("blockDim", axis)}:
+                    return axis
+        return None
 
     def _resolve(self, node: ast.AST) -> Any:
         """The object a name or attribute chain the kernel does not assign refers to, or None."""
@@ -127,7 +163,7 @@ class _Scope:
             return self._coordinate_part(value) if value is not None else None
         if isinstance(node, ast.Attribute) and node.attr in _AXES:
             name = self._intrinsic(node.value)
-            if name in ("threadIdx", "blockIdx", "blockDim"):
+            if name in ("threadIdx", "blockIdx", "blockDim", "gridDim"):
                 return name, _AXES[node.attr]
         return None
 
