@@ -256,3 +256,23 @@ def test_a_grid_stride_loop_makes_no_records(be):
     be.launch_kernel(copy_strided, 3, 32, a, out)  # 96 threads, 10 or 11 elements each
     np.testing.assert_array_equal(be.to_host(out), np.arange(1000) + 1)
     assert not out.alloc.has_race_records
+
+
+def test_an_array_a_device_function_also_captures_keeps_records():
+    be = CPUBackend()
+    out = be.to_device(np.zeros(65, np.float32))
+    alias = out
+
+    @cuda.jit(device=True)
+    def next_one(i):
+        return alias[i + 1]  # the element the next thread writes through `out`
+
+    @cuda.jit
+    def shifted(out):
+        i = cuda.grid(1)
+        if i < 64:
+            out[i] = next_one(i) + 1
+
+    with pytest.raises(RaceConditionError) as info:
+        be.launch_kernel(shifted, 2, 32, out)
+    assert {info.value.thread, info.value.other_thread} == {(0, 0, 0), (1, 0, 0)}
