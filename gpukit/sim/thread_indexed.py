@@ -12,11 +12,10 @@ A coordinate is a variable assigned once, to `cuda.grid(n)` (unpacked for n > 1)
 `cuda.threadIdx.d + cuda.blockIdx.d * cuda.blockDim.d` in any order of the terms, or the
 variable of a grid-stride loop (`for i in range(start, n, stride)` with a coordinate as `start`
 and `cuda.gridsize(1)` or `cuda.gridDim.d * cuda.blockDim.d` as `stride`: each thread's values
-are its own). A parameter
-qualifies when every use of it is an element access whose index is the same distinct
-coordinates in the same order (`out[i]`, `C[row, col]`), or reads its metadata (`out.shape[0]`,
-`len(out)`); anything else (another index, a view, a call that takes the array, an atomic, a
-second name for it) leaves it to the records.
+are its own). A parameter qualifies when every use of it is an element access whose index is the
+same distinct coordinates in the same order (`out[i]`, `C[row, col]`), or reads its metadata
+(`out.shape[0]`, `len(out)`); anything else (another index, a view, a call that takes the array,
+an atomic, a second name for it) leaves it to the records.
 """
 
 from __future__ import annotations
