@@ -294,15 +294,13 @@ def _root(node: ast.AST) -> str | None:
     return node.id if isinstance(node, ast.Name) else None
 
 
-# an array's attributes that describe it without giving access to its elements
-_METADATA = frozenset({"shape", "size", "ndim", "strides", "dtype", "itemsize", "nbytes"})
 
 
 def _metadata(node: ast.expr) -> bool:
     """Whether `node` (an attribute or subscript chain on a name) reads an array's metadata,
     such as `a.shape[1]` or `a.size`, rather than the array or a view of it (`a`, `a[i]`, `a.T`)."""
     while isinstance(node, (ast.Subscript, ast.Attribute)):
-        if isinstance(node, ast.Attribute) and node.attr in _METADATA:
+        if isinstance(node, ast.Attribute) and node.attr in names.ARRAY_METADATA:
             return True
         node = node.value
     return False

@@ -50,6 +50,8 @@ SYNCS = {
     "match_all_sync": ("K_MATCH_ALL", "pair"),
     "activemask": ("K_ACTIVEMASK", "u32"),
 }
+# an array's attributes that describe it without giving access to its elements
+ARRAY_METADATA = frozenset({"shape", "size", "ndim", "strides", "dtype", "itemsize", "nbytes"})
 ATOMIC_NAMES = ("add", "sub", "and_", "or_", "xor", "exch", "inc", "dec", "max", "min",
                 "nanmax", "nanmin", "cas", "compare_and_swap")
 

@@ -27,7 +27,6 @@ from typing import Any
 from . import names
 
 _AXES = {"x": 0, "y": 1, "z": 2}
-_METADATA = frozenset({"shape", "size", "ndim", "strides", "dtype", "itemsize", "nbytes"})
 
 
 def thread_indexed(func: pytypes.FunctionType, tree: ast.Module,
@@ -189,7 +188,7 @@ class _Scope:
             if not (isinstance(node, ast.Name) and node.id == param):
                 continue
             parent = self.parents.get(node)
-            if isinstance(parent, ast.Attribute) and parent.attr in _METADATA:
+            if isinstance(parent, ast.Attribute) and parent.attr in names.ARRAY_METADATA:
                 continue
             if isinstance(parent, ast.Call) and isinstance(parent.func, ast.Name) \
                     and parent.func.id == "len" and parent.args == [node]:
