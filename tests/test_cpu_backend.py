@@ -290,6 +290,12 @@ def fill_first(big):
         big[i] = 1.0
 
 
+def fill_first_reversed(big):
+    i = cuda.grid(1)
+    if i < 32:
+        big[31 - i] = 1.0  # not indexed by the thread's coordinate: the race check keeps records
+
+
 @pytest.mark.skipif(not Path("/proc/self/statm").exists(),
                     reason="reads the process's resident memory from Linux's /proc/self/statm")
 def test_10_gib_on_a_simulated_a100_takes_no_host_memory():
@@ -323,6 +329,10 @@ def test_a_small_host_budget_turns_a_kernel_touching_a_huge_array_into_an_error(
     with pytest.raises(HostMemoryBudgetError, match=re.escape(
             "more host memory for the race check's records of 'big' (or pass "
             "checks={'races': False})")):
+        checked.launch_kernel(fill_first_reversed, 1, 32, big)
+    # an array indexed by each thread's own coordinate needs none: the storage is refused
+    with pytest.raises(HostMemoryBudgetError, match=re.escape(
+            f"more host memory for a {10 * GiB:,}-byte device array")):
         checked.launch_kernel(fill_first, 1, 32, big)
     assert isinstance(HostMemoryBudgetError("x"), (MemoryError, DeviceMemoryError))
 
