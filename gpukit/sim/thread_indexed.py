@@ -87,7 +87,7 @@ class _Scope:
             target, value = node.targets[0], node.value
             dims = self._grid_call(value)
             if isinstance(target, ast.Name):
-                axis = 0 if dims == 1 else self._sum_of_coordinate(value)
+                axis = self._coordinate_value(value)
                 if axis is not None:
                     coords[target.id] = axis
             elif isinstance(target, ast.Tuple) and dims is not None and dims > 1 \
@@ -103,6 +103,10 @@ class _Scope:
         return {name: axis for name, axis in coords.items()
                 if self.stores.get(name) == 1 and name not in params}
 
+    def _coordinate_value(self, node: ast.AST) -> int | None:
+        """The axis d of `cuda.grid(1)` (d = 0) or `threadIdx.d + blockIdx.d * blockDim.d`."""
+        return 0 if self._grid_call(node) == 1 else self._sum_of_coordinate(node)
+
     def _grid_stride(self, node: ast.AST, coords: dict[str, int]) -> int | None:
         """The axis d of `range(start, stop, step)` whose start is the thread's coordinate in
         dimension d and whose step is the number of threads in it, else None."""
@@ -110,7 +114,7 @@ class _Scope:
                 and self._resolve(node.func) is range):
             return None
         start, _, step = node.args
-        axis = 0 if self._grid_call(start) == 1 else self._sum_of_coordinate(start)
+        axis = self._coordinate_value(start)
         if isinstance(start, ast.Name) and self.stores.get(start.id) == 1:
             axis = coords.get(start.id)
         return axis if axis is not None and self._threads_in(step) == axis else None
