@@ -628,7 +628,7 @@ def test_host_arrays_passed_to_a_kernel_are_copied_in_and_back_with_a_warning():
         record = backend.launch_kernel(axpy, 1, 32, 2.0, x, y)
     assert caught[0].filename == __file__  # the warning points at the launch line
     np.testing.assert_array_equal(y, 2 * np.arange(10) + 1)
-    assert record.stats.implicit_transfers == ["x", "y"]
+    assert record.stats.implicit_transfers == ("x", "y")
     got = [(t.direction, t.nbytes, t.implicit) for t in backend.transfers]
     assert got == [("h2d", 40, True), ("h2d", 40, True), ("d2h", 40, True), ("d2h", 40, True)]
     assert backend.get_memory_info() == (T4_BYTES, T4_BYTES)  # the copies are freed

@@ -326,8 +326,10 @@ def test_the_texts_kept_for_exec_built_kernels_stay_within_their_bound():
 def test_a_launch_keeps_few_objects_for_the_garbage_collector():
     # each launch's record stays in the launch log: every object in it that the collector
     # tracks brings its next full collection (hundreds of ms in a process that imported
-    # numba-cuda) nearer. A record with its statistics, its timeline event and its lazily
-    # computed occupancy is seven; a closure for the occupancy made it thirteen
+    # numba-cuda) nearer. Two are left: the record and its statistics. The timeline keeps
+    # plain tuples (untracked at their first collection), the statistics share their per-site
+    # tuple with launches that counted the same, the records of one launch configuration share
+    # the partial that works out its occupancy. (It was seven before; a closure made it 13)
     backend = CPUBackend()
     out, a = backend.allocate(32, np.float64), backend.to_device(np.ones(32))
     kernel = backend.compile_kernel(cell(KERNEL.format(scale=2.0), [0])["scale"])
@@ -338,4 +340,4 @@ def test_a_launch_keeps_few_objects_for_the_garbage_collector():
     for _ in range(500):
         kernel[1, 32](out, a)
     gc.collect()
-    assert (len(gc.get_objects()) - before) / 500 <= 8
+    assert (len(gc.get_objects()) - before) / 500 <= 2.1

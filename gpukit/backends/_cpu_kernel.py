@@ -32,6 +32,7 @@ class CPUKernel:
         code = self.py_func.__code__
         self.param_names = code.co_varnames[:code.co_argcount]
         self.checked_geometry: dict = {}  # (grid, block, dynamic shared, limits on, static) -> ...
+        self.occupancy_of: dict = {}  # (device, signature, block, shared bytes) -> a partial
         self._layouts: dict[tuple, SimKernel] | None = None  # by argument dtypes, where needed
         try:
             self._sim: SimKernel | None = SimKernel(self.py_func, signature, debug)

@@ -78,13 +78,13 @@ def launch(backend: Any, kernel: CPUKernel, grid: Any, block: Any, args: tuple,
         finally:
             for _, _, device in copies:
                 backend.free(device)
-        result.stats.implicit_transfers = [name for name, _, _ in copies]
+        result.stats.implicit_transfers = tuple(name for name, _, _ in copies)
         record = LaunchRecord(
             kernel.name, grid3, block3, shared, opts.stream, result.wall_ms, result.stats,
             dict(opts.checks), opts.schedule, timings={"wall": result.wall_ms}, backend=backend.name,
             signature=result.signature,
-            occupancy_of=_occupancy_of(backend.profile, kernel, result.signature, block3,
-                                       shared, result.stats))
+            occupancy_of=_occupancy_of(backend.profile, kernel, result.signature, block3, shared,
+                                       result.stats.static_shared_bytes))
         if opts.flops is not None:
             record.extra["flops"] = opts.flops
         if result.trace is not None:
@@ -223,17 +223,27 @@ def _check_arguments(kernel: CPUKernel, args: tuple) -> None:
 
 
 def _occupancy_of(profile: Any, kernel: CPUKernel, signature: tuple, block: tuple[int, int, int],
-                  dynamic_shared_bytes: int, stats: Any) -> Callable[[], tuple[Any, str]]:
+                  dynamic_shared_bytes: int, static_shared_bytes: int
+                  ) -> Callable[[], tuple[Any, str]]:
     """The launch's theoretical occupancy, worked out when asked for (it compiles the kernel for
-    a GPU target with the Numba types the simulator compiled it for). A partial, not a closure:
-    every launch keeps one in its record, and a closure is eight objects for the garbage
-    collector to track (its cells), where this is two."""
-    return partial(_occupancy, profile, kernel, signature, block, dynamic_shared_bytes, stats)
+    a GPU target with the Numba types the simulator compiled it for). The kernel keeps one
+    partial per launch configuration, which its launches' records share: the log keeps 10,000
+    records, and every object a launch leaves there adds to each full garbage collection."""
+    # by identity: hashing a profile or Numba's types costs more than the rest of a launch's
+    # bookkeeping; the partial keeps both alive, so their ids stay theirs while it is kept
+    key = (id(profile), id(signature), block, dynamic_shared_bytes, static_shared_bytes)
+    found = kernel.occupancy_of.get(key)
+    if found is None:
+        if len(kernel.occupancy_of) >= 256:
+            kernel.occupancy_of.clear()
+        found = kernel.occupancy_of[key] = partial(
+            _occupancy, profile, kernel.py_func, signature, block, dynamic_shared_bytes,
+            static_shared_bytes)
+    return found
 
 
-def _occupancy(profile: Any, kernel: CPUKernel, signature: tuple, block: tuple[int, int, int],
-               dynamic_shared_bytes: int, stats: Any) -> tuple[Any, str]:
-    occ, _, source = theoretical_occupancy(
-        kernel.py_func, signature, block, dynamic_shared_bytes, profile,
-        static_shared_bytes=stats.static_shared_bytes)
+def _occupancy(profile: Any, py_func: Any, signature: tuple, block: tuple[int, int, int],
+               dynamic_shared_bytes: int, static_shared_bytes: int) -> tuple[Any, str]:
+    occ, _, source = theoretical_occupancy(py_func, signature, block, dynamic_shared_bytes,
+                                           profile, static_shared_bytes=static_shared_bytes)
     return occ, source

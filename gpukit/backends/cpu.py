@@ -378,7 +378,7 @@ class CPUBackend(Backend):
 
     def timeline(self) -> list[TimelineEvent]:
         """The modeled schedule of every copy and kernel so far (labelled "modeled")."""
-        return list(self.modeled_timeline.events)
+        return self.modeled_timeline.listed()
 
     def reset_timeline(self) -> None:
         """Clear the modeled timeline and restart its clock at 0."""

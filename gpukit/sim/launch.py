@@ -15,7 +15,7 @@ import sys
 import threading
 import time
 import weakref
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numba
@@ -51,9 +51,11 @@ class LaunchStats:
     static_shared_bytes: int = 0
     dynamic_shared_bytes: int = 0
     local_bytes_per_thread: int = 0
-    implicit_transfers: list[str] = field(default_factory=list)
-    sites: list[tuple[int, str, int, int, int]] = field(default_factory=list)
+    implicit_transfers: tuple[str, ...] = ()
+    sites: tuple[tuple[int, str, int, int, int], ...] = ()
     # (site, kind, itemsize, global-or-constant executions, shared executions) per access site
+    # (tuples, and `sites` shared by launches that counted the same: a launch log holds 10,000
+    # of these, and each object a launch leaves in it costs time in every full collection)
 
 
 @dataclass
@@ -838,7 +840,7 @@ def _stats(kernel: SimKernel, c: np.ndarray, dynamic: int, infos: list, types: t
         traffic, sites = found
     return LaunchStats(*traffic, static_shared_bytes=kernel.static_shared_bytes,
                        dynamic_shared_bytes=dynamic, barriers=barriers,
-                       local_bytes_per_thread=kernel.local_bytes, sites=list(sites))
+                       local_bytes_per_thread=kernel.local_bytes, sites=sites)
 
 
 def _counted(kernel: SimKernel, counters: np.ndarray, infos: list) -> tuple[tuple, tuple]:

@@ -216,7 +216,7 @@ class Timeline:
 
     def __init__(self, profile: Any, max_events: int = MAX_TIMELINE_EVENTS):
         self.profile = profile
-        self.events = RecordLog(limit=max_events)  # the latest events (gpukit.sim.log)
+        self.events = RecordLog(limit=max_events)  # the latest events' fields (see `listed`)
         self.streams_made = 0  # streams are numbered 1, 2, ... in the order they are made
         self.foreign: dict[int, int] = {}  # external streams' handles -> their numbers
         self._held: list[tuple] | None = None
@@ -276,7 +276,8 @@ class Timeline:
         return max([0.0, *self.tails.values()]) if stream == 0 else self.tails.get(stream, 0.0)
 
     def schedule(self, kind: str, stream: int, duration_ms: float, *, blocking: bool,
-                 **fields: Any) -> TimelineEvent:
+                 nbytes: int | None = None, kernel: str | None = None,
+                 pinned: bool | None = None) -> None:
         """Place one operation; `blocking`: the host waits for it to end."""
         engine = self.engine(kind)
         start = max(self._ready_ms(stream), self.engine_free.get(engine, 0.0))
@@ -285,9 +286,14 @@ class Timeline:
         self.tails[stream] = end
         if blocking:
             self.host_ms = end
-        event = TimelineEvent(kind, stream, engine, start, end, **fields)
-        self.events.append(event)
-        return event
+        # kept as a plain tuple, a TimelineEvent's fields: the garbage collector stops tracking
+        # a tuple of plain values at its first collection, where an object it tracks for good
+        # (10,000 kept) adds to the time of every full collection
+        self.events.append((kind, stream, engine, start, end, nbytes, kernel, pinned))
+
+    def listed(self) -> list[TimelineEvent]:
+        """The kept events, oldest first."""
+        return [TimelineEvent(*event) for event in self.events]
 
     def copy(self, record: TransferRecord, stream: Any = None) -> None:
         """A transfer; synchronous without a stream or from/to pageable memory (CUDA stages it)."""
@@ -300,9 +306,9 @@ class Timeline:
         else:
             self.schedule(*args, blocking=blocking, **fields)
 
-    def kernel(self, name: str, stream: Any, duration_ms: float) -> TimelineEvent:
+    def kernel(self, name: str, stream: Any, duration_ms: float) -> None:
         """A kernel launch: asynchronous for the host."""
-        return self.schedule("kernel", self.stream_id(stream), duration_ms, blocking=False,
+        self.schedule("kernel", self.stream_id(stream), duration_ms, blocking=False,
                              kernel=name)
 
     @contextmanager

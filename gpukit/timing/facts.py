@@ -91,7 +91,7 @@ def _facts(record: Any) -> LaunchFacts:
     if record.extra.get("trace") is None:
         key = (record.grid, record.block, stats.static_shared_bytes, stats.dynamic_shared_bytes,
                stats.global_load_bytes + stats.global_store_bytes, stats.atomics, stats.barriers,
-               tuple(stats.sites))
+               stats.sites)
         facts = _ASSUMED.get(key)
         if facts is None:
             if len(_ASSUMED) >= _ASSUMED_LIMIT:
