@@ -204,7 +204,7 @@ def test_memory_pressure_follows_what_is_allocated():
 
 def test_out_of_memory_names_requested_free_and_total():
     backend = CPUBackend()
-    backend.allocate(1000, np.uint8)  # 1024 bytes reserved
+    kept = backend.allocate(1000, np.uint8)  # 1024 bytes reserved
     free = T4_BYTES - 1024
     with pytest.raises(OutOfMemoryError) as info:
         backend.allocate((4, GiB), np.float32)
@@ -221,6 +221,7 @@ def test_out_of_memory_names_requested_free_and_total():
         backend.to_device(np.zeros(1, np.uint8))
     assert (info.value.requested_bytes, info.value.free_bytes) == (256, 0)
     backend.free(rest)
+    backend.free(kept)
 
 
 def test_use_after_free_and_double_free():
@@ -267,6 +268,25 @@ def test_freeing_a_launched_array_gives_its_host_memory_back():
     backend.free(dev)  # `dev` itself lives on
     gc.collect()
     assert storage() is None
+
+
+def test_an_array_python_forgets_is_freed_once_its_views_are_gone():
+    # as CuPy frees a collected array (numba-cuda's deferred frees are the simulation mode's)
+    backend = CPUBackend()
+    dev = backend.to_device(np.arange(1 << 16, dtype=np.float64))
+    view = dev[8:]
+    backend.launch_kernel(double, 1 << 8, 1 << 8, dev)  # masks, views and a plan made
+    del dev
+    gc.collect()
+    assert backend.memory_info().used_bytes == reserved(8 << 16)  # the view keeps it
+    np.testing.assert_array_equal(backend.to_host(view), np.arange(8, 1 << 16) * 2.0)
+    del view
+    assert backend.get_memory_info() == (T4_BYTES, T4_BYTES)
+    assert backend.memory.host_budget.used_bytes == 0 and not backend.memory.live
+    dev = backend.allocate(10, np.float32)
+    backend.free(dev)
+    del dev  # freed before it was forgotten: freed once
+    assert backend.get_memory_info() == (T4_BYTES, T4_BYTES)
 
 
 def test_arrays_of_another_backend_are_refused():

@@ -30,11 +30,11 @@ from ..errors import (
     UnsupportedKernelError,
 )
 from ..launches import LaunchRecord
+from ..sim.device_array import DeviceArray, owning_array
 from ..sim.half import supported as supported_half
 from ..sim.kernel import python_function
 from ..sim.launch import Workspace
 from ..sim.log import RecordLog
-from ..sim.memory import DeviceArray
 from ..sim.streams import SimStream, Timeline, TimelineEvent, TimelineMemory, is_pinned
 from ..sim.streams import pinned_array as sim_pinned_array
 from ..timing.model import COPY_DIRECTIONS, modeled_copy_ms
@@ -181,7 +181,7 @@ class CPUBackend(Backend):
         check_array_size(shape, dtype)
         alloc = self.memory.allocate(math.prod(shape), dtype, initialized=initialized)
         strides = (f_strides if fortran else c_strides)(shape, dtype.itemsize)
-        return DeviceArray(alloc, shape, strides)
+        return owning_array(alloc, shape, strides)
 
     @_one_thread_at_a_time
     def to_device(self, array: Any, *, stream: Any = None, implicit: bool = False) -> DeviceArray:

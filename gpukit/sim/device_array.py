@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import math
+import weakref
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -90,6 +91,22 @@ def interface_view(memory: DeviceMemory, interface: dict, what: str) -> DeviceAr
     return DeviceArray(alloc, shape, strides, offset, dtype)
 
 
+class Owner:
+    """Shared by the arrays over an allocation that own it (the array made with it and its
+    views); when the last of them is collected, the allocation is freed."""
+
+    __slots__ = ("__weakref__",)
+
+
+def owning_array(alloc: Allocation, shape: tuple[int, ...], strides: tuple[int, ...]
+                 ) -> DeviceArray:
+    """A new array over `alloc` that frees it when the array and all its views are collected,
+    as CuPy frees (its pool reuses the memory at once); `backend.free(array)` frees it before."""
+    owner = Owner()
+    weakref.finalize(owner, alloc.memory.collect, alloc).atexit = False
+    return DeviceArray(alloc, shape, strides, owner=owner)
+
+
 class DeviceArray:
     """An array in simulated device memory: shape, dtype, strides into one allocation.
 
@@ -100,8 +117,9 @@ class DeviceArray:
     __array_priority__ = 1000  # make numpy defer binary operators to __array__'s refusal
 
     def __init__(self, alloc: Allocation, shape: tuple[int, ...], strides: tuple[int, ...],
-                 offset_bytes: int = 0, dtype: Any = None):
+                 offset_bytes: int = 0, dtype: Any = None, *, owner: Owner | None = None):
         self._alloc = alloc
+        self._owner = owner  # keeps the allocation alive (None: its owner is elsewhere)
         self.shape = tuple(int(s) for s in shape)
         self.strides = tuple(int(s) for s in strides)
         self.offset_bytes = int(offset_bytes)
@@ -287,7 +305,8 @@ class DeviceArray:
     def _view(self, shape: tuple[int, ...], strides: tuple[int, ...],
               offset_bytes: int) -> DeviceArray:
         """Another array over the same allocation (subclasses carry their own state along)."""
-        return DeviceArray(self._alloc, shape, strides, offset_bytes, self._dtype)
+        return DeviceArray(self._alloc, shape, strides, offset_bytes, self._dtype,
+                           owner=self._owner)
 
     def reshape(self, *shape: Any, order: str = "C") -> DeviceArray:
         """A view with another shape (no copy on the device): of a C-contiguous array in C

@@ -234,6 +234,11 @@ class DeviceMemory:
         self.used_bytes -= alloc.reserved_bytes
         alloc.release()
 
+    def collect(self, alloc: Allocation) -> None:
+        """Release `alloc` unless it was freed already: its arrays were collected."""
+        if not alloc.freed:
+            self.release(alloc)
+
     def find(self, address: int) -> Allocation | None:
         """The live allocation whose storage holds byte `address` (a pointer handed out by a
         device array's `__cuda_array_interface__`), or None."""

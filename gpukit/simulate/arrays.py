@@ -19,20 +19,8 @@ import numpy as np
 from numba.cuda.cudadrv.devicearray import DeviceNDArray
 
 from ..errors import ArgumentTypeError, OutOfMemoryError, UnsupportedOperationError
-from ..sim.device_array import DeviceArray, interface_view
+from ..sim.device_array import DeviceArray, Owner, interface_view
 from ..sim.streams import PinnedArray, is_pinned
-
-
-class _Owner:
-    """Shared by an allocation's arrays; when the last one is collected, the memory is freed."""
-
-    __slots__ = ("__weakref__",)
-
-
-def _free(memory: Any, alloc: Any) -> None:
-    if not alloc.freed:
-        memory.release(alloc)
-
 
 # each allocation's owner while an array over it lives (by allocation id), so that an array
 # imported by its address (`import_interface`) keeps the same memory alive
@@ -45,7 +33,7 @@ class SimPointer:
     numba's own `DeviceNDArray(..., gpu_data=...)` turn back into the simulated array. It keeps
     the memory alive while it lives."""
 
-    def __init__(self, address: int, size: int, owner: _Owner):
+    def __init__(self, address: int, size: int, owner: Owner):
         self.device_pointer_value = self.handle = self.device_pointer = int(address)
         self.size, self.owner = int(size), owner
 
@@ -76,9 +64,8 @@ class SimNDArray(DeviceArray, DeviceNDArray):
     __cuda_ndarray__ = True
 
     def __init__(self, alloc: Any, shape: tuple[int, ...], strides: tuple[int, ...],
-                 offset_bytes: int = 0, *, owner: _Owner, stream: Any = 0, dtype: Any = None):
-        DeviceArray.__init__(self, alloc, shape, strides, offset_bytes, dtype)
-        self._owner = owner
+                 offset_bytes: int = 0, *, owner: Owner, stream: Any = 0, dtype: Any = None):
+        DeviceArray.__init__(self, alloc, shape, strides, offset_bytes, dtype, owner=owner)
         self.stream = stream
 
     def _view(self, shape: tuple[int, ...], strides: tuple[int, ...],
@@ -312,7 +299,7 @@ def new_array(memory: Any, context: Any, shape: Any, dtype: Any, *, strides: Any
             raise
         deallocations.clear()  # numba-cuda frees what is pending and tries again
         alloc = memory.allocate(count, dtype, initialized=initialized)
-    owner = _OWNERS[alloc.id] = _Owner()
+    owner = _OWNERS[alloc.id] = Owner()
     finalizer = weakref.finalize(owner, _collect, deallocations, memory, alloc)
     finalizer.atexit = False
     return SimNDArray(alloc, shape, strides, owner=owner, stream=stream)
@@ -336,9 +323,9 @@ def import_interface(memory: Any, interface: dict, what: str,
 
 def _collect(deallocations: Any, memory: Any, alloc: Any) -> None:
     if deallocations is None:
-        _free(memory, alloc)
+        memory.collect(alloc)
     else:
-        deallocations.add_item(_free, memory, alloc, size=alloc.reserved_bytes)
+        deallocations.add_item(memory.collect, alloc, size=alloc.reserved_bytes)
 
 
 class MappedArray(PinnedArray):
