@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from numba import cuda
 
 from gpukit.backends.cpu import CPUBackend
-from gpukit.errors import RaceConditionError
+from gpukit.errors import RaceConditionError, UninitializedMemoryError
 from gpukit.sim.device_array import DeviceArray
 from gpukit.sim.thread_indexed import thread_indexed
 
@@ -276,3 +276,19 @@ def test_an_array_a_device_function_also_captures_keeps_records():
     with pytest.raises(RaceConditionError) as info:
         be.launch_kernel(shifted, 2, 32, out)
     assert {info.value.thread, info.value.other_thread} == {(0, 0, 0), (1, 0, 0)}
+
+
+@pytest.mark.parametrize("races", [True, False])
+def test_an_output_without_records_still_marks_what_it_wrote(be, races):
+    # its writes set only the written marks (access.MARK_FLAG); a later read of what no thread
+    # wrote is still stopped, at the element
+    a = be.to_device(np.arange(64, dtype=np.float32))
+    out, again = be.allocate(64, np.float32), be.allocate(64, np.float32)
+    be.launch_kernel(double, 1, 32, a, out, checks={"races": races})  # out[0..31]
+    assert not out.alloc.has_race_records
+    be.launch_kernel(double, 1, 32, out, again)  # reads only what was written
+    np.testing.assert_array_equal(be.to_host(again)[:32], np.arange(32) * 4)
+    with pytest.raises(UninitializedMemoryError) as info:
+        be.launch_kernel(double, 2, 32, out, again)
+    assert (info.value.thread, info.value.block) == ((0, 0, 0), (1, 0, 0))
+    assert str(info.value).startswith("'a[i]' reads a[32], which was never written")

@@ -168,6 +168,9 @@ TRACE_FLAG = 1 << 8  # in D_FLAGS, beside the check flags
 # initialisation marks, no race records, no trace; a write also needs a writable slot), so
 # `touch` returns at once instead of testing each field
 QUIET_FLAG = 1 << 9
+# in D_FLAGS: a write through the descriptor has only its element's written mark (a byte) to
+# set besides its bounds: a fresh output that no race records cover (gpukit.sim.thread_indexed)
+MARK_FLAG = 1 << 10
 
 
 @register_jitable(forceinline=True)
@@ -176,9 +179,11 @@ def desc(c, k):
     s = L.HEADER + k * L.SLOT_FIELDS
     flags = c[L.CHECKS] | (TRACE_FLAG if c[L.TRACE_CAP] else 0)
     base, init_kind, wrec = c[s + L.S_BASE], c[s + L.S_INIT_KIND], c[s + L.S_WREC]
-    if base >= 0 and init_kind == L.INIT_NONE and not flags & TRACE_FLAG \
-            and (wrec == 0 or not flags & L.CHECK_RACES):
-        flags |= QUIET_FLAG
+    if base >= 0 and not flags & TRACE_FLAG and (wrec == 0 or not flags & L.CHECK_RACES):
+        if init_kind == L.INIT_NONE:
+            flags |= QUIET_FLAG
+        elif init_kind == L.INIT_BYTE and c[s + L.S_WRITABLE]:
+            flags |= MARK_FLAG
     return (base, c[s + L.S_SHIFT], init_kind, c[s + L.S_INIT], wrec, c[s + L.S_RREC],
             c[s + L.S_SPACE], c[s + L.S_WRITABLE], flags, np.int64(k))
 
@@ -364,6 +369,11 @@ def touch(c, site, d, addr, isz, kind, preserving):
     KIND_ATOMIC; `preserving`: a plain write of the bits already there (checked as a read).
     """
     if d[D_FLAGS] & QUIET_FLAG and (kind == L.KIND_READ or d[D_WRITABLE] != 0):
+        return
+    if d[D_FLAGS] & MARK_FLAG and kind == L.KIND_WRITE:
+        shift = d[D_SHIFT]
+        off = addr - d[D_BASE]
+        store_u8(d[D_INIT] + (off >> shift if shift >= 0 else off // isz), 1)
         return
     if d[D_BASE] < 0:
         d = _dynamic(c, site, addr, isz)
