@@ -181,7 +181,13 @@ class CPUBackend(Backend):
         check_array_size(shape, dtype)
         alloc = self.memory.allocate(math.prod(shape), dtype, initialized=initialized)
         strides = (f_strides if fortran else c_strides)(shape, dtype.itemsize)
-        return owning_array(alloc, shape, strides)
+        return owning_array(alloc, shape, strides, self._collect)
+
+    @_one_thread_at_a_time
+    def _collect(self, alloc: Any) -> None:
+        """Free an allocation whose arrays were all collected (in turn with other host threads:
+        the last reference may go in any of them)."""
+        self.memory.collect(alloc)
 
     @_one_thread_at_a_time
     def to_device(self, array: Any, *, stream: Any = None, implicit: bool = False) -> DeviceArray:

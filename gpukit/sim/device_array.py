@@ -14,6 +14,7 @@ from __future__ import annotations
 import functools
 import math
 import weakref
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -98,12 +99,13 @@ class Owner:
     __slots__ = ("__weakref__",)
 
 
-def owning_array(alloc: Allocation, shape: tuple[int, ...], strides: tuple[int, ...]
-                 ) -> DeviceArray:
-    """A new array over `alloc` that frees it when the array and all its views are collected,
-    as CuPy frees (its pool reuses the memory at once); `backend.free(array)` frees it before."""
+def owning_array(alloc: Allocation, shape: tuple[int, ...], strides: tuple[int, ...],
+                 collect: Callable[[Allocation], None]) -> DeviceArray:
+    """A new array over `alloc` that calls `collect(alloc)` when the array and all its views are
+    collected (its backend frees it then, as CuPy frees: its pool reuses the memory at once);
+    `backend.free(array)` frees it before."""
     owner = Owner()
-    weakref.finalize(owner, alloc.memory.collect, alloc).atexit = False
+    weakref.finalize(owner, collect, alloc).atexit = False
     return DeviceArray(alloc, shape, strides, owner=owner)
 
 

@@ -242,7 +242,7 @@ class DeviceMemory:
     def find(self, address: int) -> Allocation | None:
         """The live allocation whose storage holds byte `address` (a pointer handed out by a
         device array's `__cuda_array_interface__`), or None."""
-        for alloc in self.live.values():
+        for alloc in list(self.live.values()):  # (a collected array may free one meanwhile)
             if alloc.address and alloc.address <= address < alloc.address + alloc.nbytes:
                 return alloc
         return None
