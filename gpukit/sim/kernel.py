@@ -294,8 +294,6 @@ def _root(node: ast.AST) -> str | None:
     return node.id if isinstance(node, ast.Name) else None
 
 
-
-
 def _metadata(node: ast.expr) -> bool:
     """Whether `node` (an attribute or subscript chain on a name) reads an array's metadata,
     such as `a.shape[1]` or `a.size`, rather than the array or a view of it (`a`, `a[i]`, `a.T`)."""
