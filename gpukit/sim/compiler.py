@@ -49,6 +49,7 @@ from .transform import (
     _const,
     _name,
     bind_parameters,
+    has_yield,
     replace_flush,
     unbound_args,
 )
@@ -75,6 +76,7 @@ RUNTIME: dict[str, Any] = {P + name: value for name, value in {
     "use_vars": runtime.use_vars, "len": runtime.len_, "raise_": runtime.raise_,
     "print_value": runtime.print_value, "print_end": runtime.print_end,
     "shared_static_bytes": runtime.shared_static_bytes, "tick": intrinsics.tick,
+    "tick_ahead": intrinsics.tick_ahead,
     "check_step": intrinsics.check_step, "assert_": intrinsics.assert_, "floordiv": arith.floordiv,
     "mod": arith.mod, "divmod_": arith.divmod_, "min_": arith.min_, "max_": arith.max_,
     "py_truediv": arith.py_truediv, "py_floordiv": arith.py_floordiv, "py_mod": arith.py_mod,
@@ -191,7 +193,7 @@ class KernelBuilder:
         rw.builder = self
         rw.frame_expr = lambda: _call(P + "thread_frame", _name(CTX))
         body = rw.body(rw.fn.body)
-        if generator and not _yields(body):
+        if generator and not has_yield(body):
             generator = False
         unit = Unit(func, f"{P}kernel", True, generator=generator)
         if generator:
@@ -314,10 +316,6 @@ def _static(func: pytypes.FunctionType, node: ast.expr, local: set[str]) -> Any:
             return None
         return getattr(base, node.attr, None)
     return None
-
-
-def _yields(stmts: list[ast.stmt]) -> bool:
-    return any(isinstance(n, ast.Yield) for s in stmts for n in ast.walk(s))
 
 
 def _exit_after_loops(stmts: list[ast.stmt], done: str) -> list[ast.stmt]:

@@ -40,6 +40,9 @@ from .source import FunctionSource, Site, Sites, read_function
 
 P = "_g_"
 CTX = P + "c"
+# a loop over a range no longer than this, known when the kernel is compiled, polls the
+# watchdog once before it starts (intrinsics.tick_ahead) rather than at every iteration
+SHORT_LOOP = 256
 _ARRAY_ATTRS = {"shape", "size", "ndim", "dtype", "strides", "T", "flat", "real", "imag",
                 "itemsize", "nbytes", "x", "y", "z"}
 
@@ -282,6 +285,8 @@ class UnitRewriter:
         self.tracked = sorted(_maybe_undefined(self.fn, passed, self.locals))
         self._assigned_once = assigned_once
         self._resolved: dict[str, Any] = {}
+        # the sites of the loops around the code being rewritten that poll at every trip
+        self._polling_loops: list[ast.expr] = []
 
     # -- names ----------------------------------------------------------------------------
     def single_value(self, name: str) -> ast.expr | None:
@@ -665,6 +670,41 @@ class UnitRewriter:
         return _assign(P + "ticks", _call(P + "tick", _name(CTX), _name(P + "ticks"),
                                           _const(site)))
 
+    def _loop_body(self, tick: ast.stmt, body: list[ast.stmt]) -> list[ast.stmt]:
+        """`body`, rewritten as the body of a loop that polls at every trip with `tick`."""
+        self._polling_loops.append(tick.value.args[2])
+        try:
+            return self.body(body)
+        finally:
+            self._polling_loops.pop()
+
+    def _tick_ahead(self, tick: ast.stmt, count: int) -> ast.stmt:
+        """`tick` for all `count` trips of a short loop, polled before it starts; a watchdog
+        stop there is reported at the loop around it that polls at every trip, if any (the
+        loop that never ends), else at this one."""
+        site = self._polling_loops[-1] if self._polling_loops else tick.value.args[2]
+        return _assign(P + "ticks", _call(P + "tick_ahead", _name(CTX), _name(P + "ticks"),
+                                          _const(count), site))
+
+    def _short_range(self, args: list[ast.expr]) -> int | None:
+        """len(range(*args)) when every argument is an integer known when the kernel is
+        compiled (a literal, a frozen global or a constant argument) and the loop is no longer
+        than SHORT_LOOP iterations; otherwise None."""
+        values = []
+        for a in args:
+            negate = isinstance(a, ast.UnaryOp) and isinstance(a.op, ast.USub)
+            node = a.operand if negate else a
+            static = self.resolve(node) if isinstance(node, (ast.Name, ast.Attribute)) else None
+            value = node.value if isinstance(node, ast.Constant) else \
+                static.obj if static is not None else None
+            if not isinstance(value, (int, np.integer)) or isinstance(value, bool):
+                return None
+            values.append(-int(value) if negate else int(value))
+        if not 1 <= len(values) <= 3 or (len(values) == 3 and values[2] == 0):
+            return None
+        count = len(range(*values))
+        return count if count <= SHORT_LOOP else None
+
     def s_While(self, node: ast.While) -> list[ast.stmt]:
         if node.orelse:
             raise self._unsupported(node, "an else clause on a loop")
@@ -678,14 +718,14 @@ class UnitRewriter:
                     test, L.UNDEF_BRANCH, node.test)), body=[ast.Break()], orelse=[])
             finally:
                 self.conditional -= 1
-            return [ast.While(test=_const(True),
-                              body=[tick, *pre, check, *self.body(node.body)], orelse=[])]
+            return [ast.While(test=_const(True), orelse=[],
+                              body=[tick, *pre, check, *self._loop_body(tick, node.body)])]
         self.conditional += 1  # the test runs once per iteration, and once more
         try:
             test = self.used(node.test, L.UNDEF_BRANCH)
         finally:
             self.conditional -= 1
-        return [ast.While(test=test, body=[tick, *self.body(node.body)], orelse=[])]
+        return [ast.While(test=test, body=[tick, *self._loop_body(tick, node.body)], orelse=[])]
 
     def s_For(self, node: ast.For) -> list[ast.stmt]:
         if node.orelse:
@@ -702,28 +742,34 @@ class UnitRewriter:
                                 _const(self.site(it, "loop")))
             new_iter = ast.Call(func=_name("range"), args=args, keywords=[])
             target_defs = self._target_defs(node.target)
-            return [ast.For(target=self._target(node.target), iter=new_iter,
-                            body=[tick, *target_defs, *self.body(node.body)], orelse=[])]
+            count = self._short_range(it.args)
+            body = self.body(node.body) if count is not None else \
+                self._loop_body(tick, node.body)
+            if count is None or has_yield(body):  # (a sync point: each trip is the threads')
+                return [ast.For(target=self._target(node.target), iter=new_iter,
+                                body=[tick, *target_defs, *body], orelse=[])]
+            return [self._tick_ahead(tick, count),
+                    ast.For(target=self._target(node.target), iter=new_iter,
+                            body=[*target_defs, *body], orelse=[])]
         if func is not None and func.obj in (enumerate, zip) and not it.keywords:
             return self._indexed_loop(node, tick)
         unroll = (names.numba_equivalent(func.obj) or func.obj) if func is not None else None
         if unroll is numba.literal_unroll and len(it.args) == 1 and not it.keywords:
             # Numba compiles the body once per item type: the loop stays as written
             new_iter = _call(self.constant(unroll, "literal_unroll").id, self.expr(it.args[0]))
-            return [ast.For(target=self._target(node.target), iter=new_iter,
-                            body=[tick, *self._target_defs(node.target), *self.body(node.body)],
-                            orelse=[])]
+            return [ast.For(target=self._target(node.target), iter=new_iter, orelse=[],
+                            body=[tick, *self._target_defs(node.target),
+                                  *self._loop_body(tick, node.body)])]
         # iterating over an array or a tuple: index it, so reads are checked
         seq = self.build.fresh("s")
         k = self.build.fresh("k")
         site = self.site(node.iter, "read", label=_root_name(node.iter))
         item = _call(P + "ld", _name(CTX), _name(seq), _name(k), _const(site),
                      _name(P + "NODESC"), _const(0))
-        body = self.assign(node.target, ast.Name(id=k, ctx=ast.Load()), plain_tmp=False) \
-            if False else self._bind_target(node.target, item)
+        body = self._bind_target(node.target, item)
         return [_assign(seq, self.expr(node.iter)),
                 ast.For(target=_store(k), iter=_call("range", _call(P + "len", _name(seq))),
-                        body=[tick, *body, *self.body(node.body)], orelse=[])]
+                        body=[tick, *body, *self._loop_body(tick, node.body)], orelse=[])]
 
     def _indexed_loop(self, node: ast.For, tick: ast.stmt) -> list[ast.stmt]:
         k = self.build.fresh("k")
@@ -731,7 +777,7 @@ class UnitRewriter:
         length, value = self._indexed_items(node.iter, k, out)
         body = self._bind_target(node.target, value)
         out.append(ast.For(target=_store(k), iter=_call("range", length),
-                           body=[tick, *body, *self.body(node.body)], orelse=[]))
+                           body=[tick, *body, *self._loop_body(tick, node.body)], orelse=[]))
         return out
 
     def _indexed_items(self, it: ast.expr, k: str,
@@ -1556,6 +1602,11 @@ def _negative_literal(e: ast.expr) -> int | None:
     if isinstance(e, ast.Constant) and type(e.value) is int and e.value < 0:
         return e.value
     return None
+
+
+def has_yield(stmts: list[ast.stmt]) -> bool:
+    """Whether rewritten statements hold a sync point (the rewrite makes each a `yield`)."""
+    return any(isinstance(n, ast.Yield) for s in stmts for n in ast.walk(s))
 
 
 def _root_name(node: ast.expr) -> str | None:
