@@ -35,6 +35,15 @@ def stepped_loop(a, out):
     out[i] = acc
 
 
+def local_constant_loop(a, out):
+    i = cuda.grid(1)
+    half = TILE // 2
+    acc = 0
+    for j in range(half, -1, -2):  # a local assigned once, from arithmetic on a global
+        acc += a[j]
+    out[i] = acc
+
+
 def long_loop(a, out):
     i = cuda.grid(1)
     acc = 0
@@ -67,6 +76,7 @@ def _ticks(kernel) -> tuple[int, int]:
 @pytest.mark.parametrize("kernel, expected", [
     (tile_loop, (0, 1)),  # range(TILE): a frozen global
     (stepped_loop, (0, 1)),  # literals, a negative start, a step
+    (local_constant_loop, (0, 1)),
     (long_loop, (1, 0)),  # longer than SHORT_LOOP
     (dynamic_loop, (1, 0)),  # a length known only at launch
     (barrier_in_loop, (1, 0)),  # a sync point in the body: the loop's trips are the threads'
@@ -109,7 +119,8 @@ def test_short_loops_run_every_trip_as_python_does(start, stop, step, cut):
     assert got[40] == len(expected) and list(got[:len(expected)]) == expected
 
 
-@pytest.mark.parametrize("kernel", [tile_loop, stepped_loop, long_loop, dynamic_loop])
+@pytest.mark.parametrize("kernel", [tile_loop, stepped_loop, local_constant_loop, long_loop,
+                                    dynamic_loop])
 def test_kernels_with_short_and_long_loops_compute_what_numpy_does(kernel):
     a = np.arange(20, dtype=np.int64)
     be = CPUBackend()
@@ -117,6 +128,7 @@ def test_kernels_with_short_and_long_loops_compute_what_numpy_does(kernel):
     be.launch_kernel(kernel, 2, 32, be.to_device(a), out)
     expected = {tile_loop: a[:TILE].sum(),
                 stepped_loop: sum(j * a[j + 4] for j in range(-4, 12, 3)),
+                local_constant_loop: a[TILE // 2::-2].sum(),
                 long_loop: sum(range(LONG)), dynamic_loop: a.sum()}[kernel]
     np.testing.assert_array_equal(be.to_host(out), np.full(64, expected))
 

@@ -40,6 +40,7 @@ from .source import FunctionSource, Site, Sites, read_function
 
 P = "_g_"
 CTX = P + "c"
+_UNKNOWN = object()  # UnitRewriter.compile_time_value of what has no value until the launch
 # a loop over a range no longer than this, known when the kernel is compiled, polls the
 # watchdog once before it starts (intrinsics.tick_ahead) rather than at every iteration
 SHORT_LOOP = 256
@@ -686,23 +687,37 @@ class UnitRewriter:
         return _assign(P + "ticks", _call(P + "tick_ahead", _name(CTX), _name(P + "ticks"),
                                           _const(count), site))
 
+    def compile_time_value(self, node: ast.expr, seen: frozenset = frozenset()) -> Any:
+        """The value of `node` when the kernel is compiled (a literal, a frozen global or
+        constant argument, a local assigned once from one, tuples and arithmetic of those),
+        as Numba finds shared arrays' shapes; _UNKNOWN when it has none then."""
+        if isinstance(node, ast.Constant):
+            return node.value
+        if isinstance(node, (ast.Tuple, ast.List)):
+            items = tuple(self.compile_time_value(e, seen) for e in node.elts)
+            return _UNKNOWN if any(i is _UNKNOWN for i in items) else items
+        static = self.resolve(node) if isinstance(node, (ast.Name, ast.Attribute)) else None
+        if static is not None:
+            return static.obj
+        value = self.single_value(node.id) if isinstance(node, ast.Name) else None
+        if value is not None and node.id not in seen:  # `n = m; m = n` is no constant
+            return self.compile_time_value(value, seen | {node.id})
+        if isinstance(node, (ast.BinOp, ast.UnaryOp)):
+            code = compile(ast.Expression(body=_ConstFolder(self).visit(copy.deepcopy(node))),
+                           "<constant>", "eval")
+            with contextlib.suppress(ArithmeticError, TypeError, ValueError, NameError):
+                return eval(code, {"__builtins__": {}}, {})  # constants only
+        return _UNKNOWN
+
     def _short_range(self, args: list[ast.expr]) -> int | None:
         """len(range(*args)) when every argument is an integer known when the kernel is
-        compiled (a literal, a frozen global or a constant argument) and the loop is no longer
-        than SHORT_LOOP iterations; otherwise None."""
-        values = []
-        for a in args:
-            negate = isinstance(a, ast.UnaryOp) and isinstance(a.op, ast.USub)
-            node = a.operand if negate else a
-            static = self.resolve(node) if isinstance(node, (ast.Name, ast.Attribute)) else None
-            value = node.value if isinstance(node, ast.Constant) else \
-                static.obj if static is not None else None
-            if not isinstance(value, (int, np.integer)) or isinstance(value, bool):
-                return None
-            values.append(-int(value) if negate else int(value))
-        if not 1 <= len(values) <= 3 or (len(values) == 3 and values[2] == 0):
+        compiled (`compile_time_value`) and the loop is no longer than SHORT_LOOP
+        iterations; otherwise None."""
+        values = [self.compile_time_value(a) for a in args]
+        if not all(isinstance(v, (int, np.integer)) and not isinstance(v, bool)
+                   for v in values) or (len(values) == 3 and values[2] == 0):
             return None
-        count = len(range(*values))
+        count = len(range(*(int(v) for v in values)))
         return count if count <= SHORT_LOOP else None
 
     def s_While(self, node: ast.While) -> list[ast.stmt]:
@@ -1344,23 +1359,11 @@ class _ExprRewriter(ast.NodeTransformer):
                          *tail)
         return _call(P + "atomic_" + name, _name(CTX), *args, *tail)
 
-    def _static_value(self, node: ast.expr, what: str, seen: frozenset = frozenset()) -> Any:
+    def _static_value(self, node: ast.expr, what: str) -> Any:
         """Evaluate a shape or dtype argument at compile time (numba-cuda needs constants)."""
-        if isinstance(node, ast.Constant):
-            return node.value
-        if isinstance(node, (ast.Tuple, ast.List)):
-            return tuple(self._static_value(e, what, seen) for e in node.elts)
-        static = self.rw.resolve(node)
-        if static is not None:
-            return static.obj
-        value = self.rw.single_value(node.id) if isinstance(node, ast.Name) else None
-        if value is not None and node.id not in seen:  # `n = m; m = n` is no constant
-            return self._static_value(value, what, seen | {node.id})
-        if isinstance(node, ast.BinOp):
-            code = compile(ast.Expression(body=_ConstFolder(self.rw).visit(copy.deepcopy(node))),
-                           "<shape>", "eval")
-            with contextlib.suppress(ArithmeticError, TypeError, ValueError, NameError):
-                return eval(code, {"__builtins__": {}}, {})  # constants only
+        value = self.rw.compile_time_value(node)
+        if value is not _UNKNOWN:
+            return value
         if what == "dtype" and self._argument(node) is not None:
             return self._argument_dtype(node, self._argument(node))
         if what == "dtype":
