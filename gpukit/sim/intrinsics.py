@@ -328,8 +328,9 @@ def tick(c, ticks, site):
 @register_jitable(forceinline=True)
 def tick_ahead(c, ticks, n, site):
     """`tick` for all `n` iterations of a loop at once, before it starts: a loop over a range
-    known when the kernel is compiled, short enough (`SHORT_LOOP`) that polling before it is as
-    good as polling in it. Without a call in its body, Numba can unroll such a loop."""
+    known when the kernel is compiled, short enough (transform.SHORT_LOOP) that polling before
+    it is as good as polling in it. Its trips then carry no watchdog bookkeeping, which leaves
+    Numba's optimiser a plain counted loop (a tile's `for j in range(TILE)`)."""
     after = ticks + n
     if (after >> 10) != (ticks >> 10) and poll(c.ctypes.data + L.STOP * 8) != 0:
         fail(c, L.E_WATCHDOG, site, 0, 0, 0, 0, 0)
