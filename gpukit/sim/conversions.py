@@ -17,15 +17,12 @@ or float64 `x` and every integer type:
 Every conversion of a float32 or float64 to an integer type goes through Numba's `context.cast`
 (constructors such as `np.int32(x)` and `int(x)`, stores into integer arrays, `math.floor` and
 `math.ceil`), whose implementation for these pairs is registered here: the GPU's rule while the
-simulator compiles a kernel (`gpu_casts()`), Numba's own otherwise, so that `numba.njit` code
-keeps the CPU's. `round(x)`, which Numba converts without `context.cast`, goes through
+simulator compiles a kernel (`overloads.compiling_kernel()`), Numba's own otherwise, so that
+`numba.njit` code keeps the CPU's. `round(x)`, which Numba converts without `context.cast`, goes through
 `round_int` (the transform's rewrite of a one-argument `round` of a float).
 """
 
 from __future__ import annotations
-
-import contextlib
-from collections.abc import Iterator
 
 import numpy as np
 from llvmlite import ir
@@ -33,23 +30,12 @@ from numba.core import cgutils, types
 from numba.core.imputils import lower_cast
 
 from .lowlevel import overload
-
-_ACTIVE = [0]  # > 0 while the simulator compiles (gpu_casts); its compiles run one at a time
-
-
-@contextlib.contextmanager
-def gpu_casts() -> Iterator[None]:
-    """Float-to-integer conversions lowered in this block follow the GPU's rules."""
-    _ACTIVE[0] += 1
-    try:
-        yield
-    finally:
-        _ACTIVE[0] -= 1
+from .overloads import kernel_compiling
 
 
 def _float_to_int(context, builder, fromty, toty, val):
     lty = context.get_value_type(toty)
-    if not _ACTIVE[0]:  # Numba's own lowering (numba.cpython.numbers.float_to_integer)
+    if not kernel_compiling():  # Numba's own lowering (numba.cpython.numbers.float_to_integer)
         return builder.fptosi(val, lty) if toty.signed else builder.fptoui(val, lty)
     width = max(toty.bitwidth, 16)  # the GPU converts to at least 16 bits, then cuts
     wide = ir.IntType(width)

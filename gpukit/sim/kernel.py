@@ -208,7 +208,7 @@ def _compile(kernel: SimKernel) -> Any:
         # called only from the driver's compiled code: no Python or C entry point to build
         options = dict(kernel.jit_options, no_cpython_wrapper=True, no_cfunc_wrapper=True)
         if unit.is_kernel and (not unit.generator or unit.region_vars is not None):
-            options["forceinline"] = True
+            options["inline"] = "always"
         compiled[unit.name] = numba.njit(**options)(namespace[unit.name])
         functions.append((unit, namespace))
     for unit, namespace in functions:  # units call each other by their generated names
@@ -221,7 +221,10 @@ def _compile(kernel: SimKernel) -> Any:
     code, on_disk = cache.driver_code(kernel.key, kernel.driver_source,
                                       f"<gpukit {kernel.name}: driver>")
     exec(code, namespace)  # noqa: S102 - the generated driver
-    return numba.njit(cache=on_disk, **kernel.jit_options)(namespace["_g_drive"])
+    # forceinline: as the kernel's code is, now inside the driver, so is what it calls (Numba
+    # passes the option on to the functions compiled while compiling it)
+    return numba.njit(cache=on_disk, **{"forceinline": True, **kernel.jit_options})(
+        namespace["_g_drive"])
 
 
 def param_usage(tree: ast.Module, params: tuple[str, ...]) -> dict[str, tuple[bool, bool]]:

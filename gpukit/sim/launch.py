@@ -25,12 +25,12 @@ from ..errors import InvalidDeviceArrayError, UnsupportedKernelError, as_numba_c
 from . import cache
 from . import layout as L
 from .compiler import cuda_typecheck
-from .conversions import gpu_casts
 from .device_array import interface_view
 from .eager import c_convert
 from .kernel import SimKernel
 from .lowlevel import Trap
 from .memory import DeviceArray, DeviceMemory
+from .overloads import compiling_kernel
 from .regions import kept_types_agree
 from .report import ErrorContext, format_prints, kernel_error, python_exception
 
@@ -453,7 +453,7 @@ def _compiled_driver(kernel: SimKernel, values: list) -> tuple[Any, tuple, tuple
             driver = kernel.driver
         kernel.checked_signatures.add(sig)
     if full not in driver.overloads:
-        with cache.quiet_driver_warnings(), gpu_casts():
+        with cache.quiet_driver_warnings(), compiling_kernel():
             try:
                 driver.compile(full)
             except numba.core.errors.TypingError:

@@ -18,7 +18,9 @@ method among them, `int.bit_count()`, is declared here the same way (see `_integ
 
 from __future__ import annotations
 
+import contextlib
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -30,13 +32,32 @@ from .intrinsics import popc
 from .lowlevel import overload
 
 _MIRRORED: set = set()
+_COMPILING = [0]  # > 0 while the simulator compiles a driver; its compiles run one at a time
+
+
+@contextlib.contextmanager
+def compiling_kernel() -> Iterator[None]:
+    """Marks the compile of a kernel's driver, from typing to machine code. Numba also resolves
+    types while lowering (an operator's implementation is looked up again, after typing, with
+    no function on its typing call stack), and the kernel's code is lowered as part of its
+    driver: the simulator's templates and conversions must apply there too."""
+    _COMPILING[0] += 1
+    try:
+        yield
+    finally:
+        _COMPILING[0] -= 1
+
+
+def kernel_compiling() -> bool:
+    """Whether the simulator is compiling a kernel's driver now (`compiling_kernel`)."""
+    return _COMPILING[0] > 0
 
 
 def in_simulator(context: Any) -> bool:
-    """True while the simulator compiles a kernel: a function it generated from the kernel's
-    source (named `<gpukit ...>`, or a driver kept in the cache directory, in a kernel's
-    module) is being typed, or calls what is being typed."""
-    return any(frame.func_id.filename.startswith("<gpukit ")
+    """True while the simulator compiles a kernel (`compiling_kernel`), or while a function it
+    generated from the kernel's source (named `<gpukit ...>`, or a driver kept in the cache
+    directory, in a kernel's module) is being typed, or calls what is being typed."""
+    return kernel_compiling() or any(frame.func_id.filename.startswith("<gpukit ")
                or cache.is_kernel_module(frame.func_id.modname or "")
                for frame in context.callstack._stack)
 
