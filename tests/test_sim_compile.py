@@ -1,14 +1,17 @@
 """What the simulator asks Numba to compile for a kernel: one function, the driver, with the
 kernel's code inlined into it by Numba before typing, not also compiled, optimised and turned
-into machine code on its own (which took a third of a first launch's compile)."""
+into machine code on its own; and Python's garbage collector paused while it compiles."""
 
 from __future__ import annotations
+
+import gc
 
 import numpy as np
 import pytest
 from numba import cuda
 
 from gpukit.backends.cpu import CPUBackend
+from gpukit.sim.compiler import collector_paused
 
 SITES = 12
 
@@ -62,3 +65,22 @@ def test_the_kernel_is_compiled_only_as_part_of_its_driver(driver):
     kernel = driver.py_func.__globals__["_g_kernel"]
     assert len(driver.signatures) == 1
     assert kernel.signatures == []  # inlined by Numba before typing: no code of its own
+
+
+def test_the_garbage_collector_runs_again_after_a_compile(driver):
+    assert gc.isenabled()
+
+
+def test_the_collector_is_paused_only_inside_and_left_as_the_program_set_it():
+    assert gc.isenabled()
+    with pytest.raises(ValueError, match="a failed compile"), collector_paused():
+        assert not gc.isenabled()
+        raise ValueError("a failed compile")
+    assert gc.isenabled()
+    gc.disable()  # a program that turned it off keeps it off
+    try:
+        with collector_paused():
+            assert not gc.isenabled()
+        assert not gc.isenabled()
+    finally:
+        gc.enable()

@@ -14,9 +14,11 @@ from __future__ import annotations
 import ast
 import contextlib
 import functools
+import gc
 import itertools
 import os
 import types as pytypes
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -63,6 +65,21 @@ def jit_options() -> dict[str, Any]:
     is (`numba.cuda.config.CUDA_ENABLE_NRT`), as kernels that allocate need it on a GPU too."""
     from numba.cuda import config
     return {**_JIT, "_nrt": bool(config.CUDA_ENABLE_NRT)}
+
+
+@contextlib.contextmanager
+def collector_paused() -> Iterator[None]:
+    """Python's cyclic garbage collector off while Numba compiles a driver. A compile makes
+    hundreds of thousands of objects (Numba's IR and types, llvmlite's IR), enough to start
+    several full collections, each of which walks every object in the process; what the compile
+    leaves behind is collected after it, as usual."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 MAX_RECURSIVE_FRAME = 64 * 1024  # local memory per thread when device functions recurse

@@ -24,7 +24,7 @@ import numpy as np
 from ..errors import InvalidDeviceArrayError, UnsupportedKernelError, as_numba_cuda_error
 from . import cache
 from . import layout as L
-from .compiler import cuda_typecheck
+from .compiler import collector_paused, cuda_typecheck
 from .device_array import interface_view
 from .eager import c_convert
 from .kernel import SimKernel
@@ -435,6 +435,16 @@ def _compiled_driver(kernel: SimKernel, values: list) -> tuple[Any, tuple, tuple
         return driver, ready[key], key
     sig = _signature(kernel, values, key)
     full = (_CONTEXT_TYPE, *sig)
+    with collector_paused():  # typing and compiling make many objects
+        driver = _typed_and_compiled(kernel, driver, sig, full)
+    if None not in key and kernel.ready[0] is driver:
+        kernel.ready[1][key] = sig
+    return driver, sig, None if None in key else key
+
+
+def _typed_and_compiled(kernel: SimKernel, driver: Any, sig: tuple, full: tuple) -> Any:
+    """`kernel`'s driver, typed by numba-cuda and compiled for the argument types `sig` (a
+    kernel whose regions cannot keep their variables' types falls back to one without)."""
     if sig not in kernel.checked_signatures:
         # numba-cuda's typing, once per kernel and signature. One typed earlier in this process
         # (the same kernel by content: a cell run again) gives its warnings again; one compiled
@@ -473,9 +483,7 @@ def _compiled_driver(kernel: SimKernel, values: list) -> tuple[Any, tuple, tuple
                     "(x86 with F16C, or ARM64), and this one has none; use float32 here",
                     kernel=kernel.name) from None
         cache.remember_typechecked(kernel.key, str(sig))
-    if None not in key and kernel.ready[0] is driver:
-        kernel.ready[1][key] = sig
-    return driver, sig, None if None in key else key
+    return driver
 
 
 def _signature(kernel: SimKernel, values: list, key: tuple) -> tuple:
