@@ -18,8 +18,8 @@ Every conversion of a float32 or float64 to an integer type goes through Numba's
 (constructors such as `np.int32(x)` and `int(x)`, stores into integer arrays, `math.floor` and
 `math.ceil`), whose implementation for these pairs is registered here: the GPU's rule while the
 simulator compiles a kernel (`overloads.compiling_kernel()`), Numba's own otherwise, so that
-`numba.njit` code keeps the CPU's. `round(x)`, which Numba converts without `context.cast`, goes through
-`round_int` (the transform's rewrite of a one-argument `round` of a float).
+`numba.njit` code keeps the CPU's. `round(x)`, which Numba converts without `context.cast`, goes
+through `round_int` (the transform's rewrite of a one-argument `round` of a float).
 """
 
 from __future__ import annotations
