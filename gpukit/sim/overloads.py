@@ -57,9 +57,10 @@ def in_simulator(context: Any) -> bool:
     """True while the simulator compiles a kernel (`compiling_kernel`), or while a function it
     generated from the kernel's source (named `<gpukit ...>`, or a driver kept in the cache
     directory, in a kernel's module) is being typed, or calls what is being typed."""
-    return kernel_compiling() or any(frame.func_id.filename.startswith("<gpukit ")
-               or cache.is_kernel_module(frame.func_id.modname or "")
-               for frame in context.callstack._stack)
+    return kernel_compiling() or any(
+        frame.func_id.filename.startswith("<gpukit ")
+        or cache.is_kernel_module(frame.func_id.modname or "")
+        for frame in context.callstack._stack)
 
 
 _LIBRARIES = {"numba", "numba_cuda", "numpy", "llvmlite", "builtins"}
