@@ -29,6 +29,7 @@ import numpy as np
 from numba import types
 from numba.core.errors import TypingError
 
+from . import engine_cache
 from . import layout as L
 from .lowlevel import (
     addr_of,
@@ -526,7 +527,8 @@ _IMPLS: dict = {}
 def _impl_for(ndim: int, store: bool, tuple_index: bool, direct: bool, unraced: str = ""):
     key = (ndim, store, tuple_index, direct, unraced)
     if key not in _IMPLS:
-        namespace = {"np": np, "addr_of": addr_of, "bounds_fail": bounds_fail, "touch": touch,
+        namespace = {"__name__": __name__,  # (Numba's cache finds its globals again by it)
+                     "np": np, "addr_of": addr_of, "bounds_fail": bounds_fail, "touch": touch,
                      "touch_unraced": touch_unraced, "INIT_NONE": L.INIT_NONE,
                      "TRACE_FLAG": TRACE_FLAG,
                      "same_bits": same_bits, "CHECKS": L.CHECKS, "CHECK_BOUNDS": L.CHECK_BOUNDS,
@@ -535,7 +537,9 @@ def _impl_for(ndim: int, store: bool, tuple_index: bool, direct: bool, unraced: 
                      "load_at": load_at, "store_at": store_at}
         source = _element_source(ndim, store, tuple_index, direct, unraced)
         exec(compile(source, f"<gpukit {ndim}-d access>", "exec"), namespace)  # noqa: S102
-        _IMPLS[key] = namespace["impl"]
+        _IMPLS[key] = impl = namespace["impl"]
+        # its source is the key's: the key names it for the cache on disk
+        engine_cache.enroll(impl, "-".join(str(k) for k in key))
     return _IMPLS[key]
 
 
@@ -600,7 +604,7 @@ def _pointer_access(ptr, idx, store: bool):
     return load_impl
 
 
-@overload(ld, jit_options={'forceinline': True})
+@overload(ld, jit_options={'forceinline': True}, cached=True)
 def _ol_ld(c, obj, idx, site, d, n):
     if isinstance(obj, types.CPointer):
         return _pointer_access(obj, idx, False)
@@ -619,7 +623,8 @@ def _ol_ld(c, obj, idx, site, d, n):
     return lambda c, obj, idx, site, d, n: obj[idx]
 
 
-@overload(ld, jit_options={'forceinline': True, '_nrt': True})  # it returns a new array
+# it returns a new array, so it needs Numba's runtime
+@overload(ld, jit_options={'forceinline': True, '_nrt': True}, cached=True)
 def _ol_ld_view(c, obj, idx, site, d, n):
     if isinstance(obj, types.Array) and _full_index(idx) < obj.ndim:
         return lambda c, obj, idx, site, d, n: view(c, obj, idx, site)
@@ -637,12 +642,12 @@ def _unraced_load(obj, idx, how: str):
     return None  # not one element after all: a typing error, and the kernel runs as generators
 
 
-@overload(ld_unraced, jit_options={'forceinline': True})
+@overload(ld_unraced, jit_options={'forceinline': True}, cached=True)
 def _ol_ld_unraced(c, obj, idx, site, d, n):
     return _unraced_load(obj, idx, "checked")
 
 
-@overload(ld_bare, jit_options={'forceinline': True})
+@overload(ld_bare, jit_options={'forceinline': True}, cached=True)
 def _ol_ld_bare(c, obj, idx, site, d, n):
     return _unraced_load(obj, idx, "bare")
 
@@ -665,7 +670,7 @@ def _field(obj, idx) -> str | None:
     return None
 
 
-@overload(st, jit_options={'forceinline': True})
+@overload(st, jit_options={'forceinline': True}, cached=True)
 def _ol_st(c, obj, idx, value, site, d, n):
     if isinstance(obj, types.CPointer):
         return _pointer_access(obj, idx, True)

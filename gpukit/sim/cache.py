@@ -93,14 +93,14 @@ def content_key(units: list, driver: str, options: dict) -> str | None:
         parts = [_unit_text(u) for u in units]
     except _Unhashable:
         return None
-    text = "\n\0".join([_engine_version(), repr(sorted(options.items())), driver, *parts])
+    text = "\n\0".join([engine_version(), repr(sorted(options.items())), driver, *parts])
     return hashlib.sha256(text.encode()).hexdigest()[:32]
 
 
 _ENGINE: list[str] = []
 
 
-def _engine_version() -> str:
+def engine_version() -> str:
     """The simulator's own code and the versions it compiles with: a change drops every key."""
     if not _ENGINE:
         import numba
@@ -113,17 +113,25 @@ def _engine_version() -> str:
 
 
 # -- the cache directory --------------------------------------------------------------------
-def cache_dir() -> Path | None:
-    """Where compiled kernels are kept between processes, or None (kept in memory only)."""
+def cache_root() -> Path | None:
+    """The gpukit cache directory as the environment sets it (not created), or None when off."""
     setting = os.environ.get("GPUKIT_CACHE_DIR")
     if setting is not None and setting.strip().lower() in _OFF + ("",):
         return None
     if setting:
-        base = Path(setting).expanduser()
-    else:
-        xdg = os.environ.get("XDG_CACHE_HOME")
-        base = (Path(xdg) if xdg else Path.home() / ".cache") / "gpukit"
-    path = base / "kernels"
+        return Path(setting).expanduser()
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    return (Path(xdg) if xdg else Path.home() / ".cache") / "gpukit"
+
+
+def cache_dir() -> Path | None:
+    """Where compiled kernels are kept between processes, or None (kept in memory only)."""
+    root = cache_root()
+    return None if root is None else writable_folder(root / "kernels")
+
+
+def writable_folder(path: Path) -> Path | None:
+    """`path`, created if need be, or None when it cannot be created or written."""
     try:
         path.mkdir(parents=True, exist_ok=True)
     except OSError:

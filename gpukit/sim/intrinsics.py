@@ -73,7 +73,7 @@ def grid(c, ndim):
     """cuda.grid(ndim): the thread's absolute position (int64, or a tuple of int64)."""
 
 
-@overload(grid, jit_options={'forceinline': True})
+@overload(grid, jit_options={'forceinline': True}, cached=True)
 def _ol_grid(c, ndim):
     n = getattr(ndim, "literal_value", None)
     if n == 1:
@@ -92,7 +92,7 @@ def gridsize(c, ndim):
     """cuda.gridsize(ndim): threads in the grid along each axis."""
 
 
-@overload(gridsize, jit_options={'forceinline': True})
+@overload(gridsize, jit_options={'forceinline': True}, cached=True)
 def _ol_gridsize(c, ndim):
     n = getattr(ndim, "literal_value", None)
     if n == 1:

@@ -18,6 +18,8 @@ from numba.core import cgutils
 from numba.extending import intrinsic
 from numba.extending import overload as numba_overload
 
+from . import engine_cache
+
 # Numba compiles each overload's implementation, for each set of argument types, as a function
 # of its own, with a CPython wrapper and a C wrapper unless told not to. The engine's are only
 # called from compiled code (and most are inlined there): without the wrappers a process's
@@ -25,11 +27,28 @@ from numba.extending import overload as numba_overload
 _COMPILED_CALLERS_ONLY = {"no_cpython_wrapper": True, "no_cfunc_wrapper": True}
 
 
-def overload(func: Any, jit_options: dict | None = None, **kwargs: Any) -> Any:
+def overload(func: Any, jit_options: dict | None = None, cached: bool = False,
+             **kwargs: Any) -> Any:
     """Numba's `overload` for the engine's own functions: their implementations are called
-    only from compiled code, so they are compiled without Python or C entry points."""
-    return numba_overload(func, jit_options={**_COMPILED_CALLERS_ONLY, **(jit_options or {})},
-                          **kwargs)
+    only from compiled code, so they are compiled without Python or C entry points. `cached`:
+    the implementations it returns are kept on disk between processes (`engine_cache`; one
+    built with `exec` must have been enrolled there with a tag naming its source)."""
+    options = {**_COMPILED_CALLERS_ONLY, **(jit_options or {})}
+    if not cached:
+        return numba_overload(func, jit_options=options, **kwargs)
+
+    def decorate(typer: Callable) -> Callable:
+        @functools.wraps(typer)  # its signature is typer's (Numba binds the call's types to it)
+        def enrolling(*types_: Any, **kw_types: Any) -> Any:
+            impl = typer(*types_, **kw_types)
+            if impl is not None:
+                engine_cache.enroll(impl)
+                engine_cache.expect(impl, (types_, kw_types))
+            return impl
+        numba_overload(func, jit_options={"cache": engine_cache.CACHING, **options},
+                       **kwargs)(enrolling)
+        return typer
+    return decorate
 
 
 def register_jitable(*args: Any, **options: Any) -> Any:
@@ -38,7 +57,10 @@ def register_jitable(*args: Any, **options: Any) -> Any:
     numba-cuda's check of its typing registry (`test_signatures_match_overloaded_api`) counts
     as a mismatch for each of the simulator's functions registered in the process."""
     def wrap(fn: Callable) -> Callable:
-        @overload(fn, jit_options=options, inline="never", strict=False)
+        # compiled code kept on disk between processes (engine_cache says where and for how long)
+        engine_cache.enroll(fn)
+
+        @overload(fn, jit_options=options, cached=True, inline="never", strict=False)
         @functools.wraps(fn)  # its signature is fn's (Numba binds the call's types to it)
         def typer(*types_: Any, **kw_types: Any) -> Callable:
             return fn

@@ -42,7 +42,7 @@ def use(c, saved, value, defined, what, site):
     """`value`, checked to be defined where it flows on (reads since `mark`, and variables)."""
 
 
-@overload(use, jit_options={'forceinline': True})
+@overload(use, jit_options={'forceinline': True}, cached=True)
 def _ol_use(c, saved, value, defined, what, site):
     def impl(c, saved, value, defined, what, site):
         if c[L.UNDEF] != saved or not defined:
@@ -55,7 +55,7 @@ def use_vars(c, value, defined, what, site):
     """`value`, checked to be defined (it reads no memory itself)."""
 
 
-@overload(use_vars, jit_options={'forceinline': True})
+@overload(use_vars, jit_options={'forceinline': True}, cached=True)
 def _ol_use_vars(c, value, defined, what, site):
     def impl(c, value, defined, what, site):
         if not defined:

@@ -23,8 +23,9 @@ This is a legal schedule: threads of a block interleave only at sync points.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, types
+from numba import types
 
+from . import engine_cache
 from . import layout as L
 from .access import fail, settle
 from .lowlevel import bits_of, from_bits, load_i64, overload, poll, register_jitable, store_i64
@@ -421,7 +422,7 @@ def barrier(c, kind, fences):
             _set(x, lt, L.X_RESULT, res)
 
 
-@njit(cache=True, nogil=True)
+@engine_cache.njit(nogil=True)
 def resolve(c):
     """Complete what the block's waiting threads can complete. Returns how many threads are
     runnable afterwards (0: every thread has returned; -1: every live thread waits at
@@ -484,7 +485,7 @@ def keep(c, nv, k, v):
     bool) until its next region (gpukit.sim.regions)."""
 
 
-@overload(keep, jit_options={'forceinline': True})
+@overload(keep, jit_options={'forceinline': True}, cached=True)
 def _ol_keep(c, nv, k, v):
     if isinstance(v, (types.Integer, types.Float, types.Boolean)):
         def impl(c, nv, k, v):
@@ -497,7 +498,7 @@ def reload(c, nv, k, proto):
     """The running thread's kept value of its `k`-th variable, of the type of `proto`."""
 
 
-@overload(reload, jit_options={'forceinline': True})
+@overload(reload, jit_options={'forceinline': True}, cached=True)
 def _ol_reload(c, nv, k, proto):
     if isinstance(proto, (types.Integer, types.Float, types.Boolean)):
         def impl(c, nv, k, proto):
