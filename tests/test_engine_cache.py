@@ -4,16 +4,14 @@ cache is off."""
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
-import subprocess
-import sys
 import textwrap
 
 import numba
 import numpy as np
 import pytest
+from script_run import run_script
 
 from gpukit.sim import cache, engine_cache
 
@@ -62,13 +60,8 @@ SCRIPT = textwrap.dedent("""
 
 
 def _run(tmp_path, setting: str) -> dict:
-    script = tmp_path / "engine_script.py"
-    script.write_text(SCRIPT)
-    env = dict(os.environ, GPUKIT_CACHE_DIR=setting, XDG_CACHE_HOME=str(tmp_path / "xdg"))
-    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
-                          env=env, timeout=600, check=False)
-    assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return run_script(tmp_path, SCRIPT, GPUKIT_CACHE_DIR=setting,
+                      XDG_CACHE_HOME=str(tmp_path / "xdg"))
 
 
 def test_a_second_process_loads_the_engine_functions_the_first_compiled(tmp_path):

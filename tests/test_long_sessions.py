@@ -6,13 +6,13 @@ from __future__ import annotations
 import gc
 import linecache
 import os
-import subprocess
 import sys
 import textwrap
 import types
 
 import numpy as np
 import pytest
+from script_run import run_script
 
 from gpukit.backends.cpu import KERNEL_CACHE_LIMIT, CPUBackend
 from gpukit.errors import ArgumentTypeError, InvalidArgumentError
@@ -266,14 +266,7 @@ SCRIPT = textwrap.dedent("""
 
 
 def _run(tmp_path, cache_dir: str) -> dict:
-    import json
-    script = tmp_path / "kernel_script.py"
-    script.write_text(SCRIPT)
-    env = dict(os.environ, GPUKIT_CACHE_DIR=cache_dir)
-    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
-                          env=env, timeout=600, check=False)
-    assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return run_script(tmp_path, SCRIPT, GPUKIT_CACHE_DIR=cache_dir)
 
 
 def test_a_second_process_loads_the_compiled_kernel_from_the_cache_directory(tmp_path):
