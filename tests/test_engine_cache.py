@@ -173,8 +173,13 @@ def test_a_function_built_with_exec_needs_a_tag_naming_its_source():
                        r"with a tag naming its source before it is cached$"):
         engine_cache.enroll(namespace["impl"])
     engine_cache.enroll(namespace["impl"], "shape-0")
-    assert engine_cache.EngineLocator.from_function(namespace["impl"], "<string>") \
-        .get_disambiguator().startswith("shape-0-")
+    # the same text run with other globals is another function: its own tag is its own
+    other: dict = {"DT": numba.float64}
+    exec("def impl(obj):\n    return obj.shape[0]", other)  # noqa: S102
+    engine_cache.enroll(other["impl"], "shape-0-float64")
+    tags = [engine_cache.EngineLocator.from_function(fn, "<string>").get_disambiguator()
+            for fn in (namespace["impl"], other["impl"])]
+    assert tags[0].startswith("shape-0-") and tags[1].startswith("shape-0-float64-")
 
 
 def test_functions_whose_bytecode_is_the_same_are_told_apart():

@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 from numba import types
 
+from . import engine_cache
 from . import layout as L
 from .access import bounds_fail, touch
 from .lowlevel import addr_of, overload
@@ -82,14 +83,17 @@ def _impl(op: str, ary: types.Array, idx) -> object:
     key = (op, ndim, tuple_index, ary.dtype)
     if key not in _CACHE:
         from .sync import release
-        namespace = {"np": np, "addr_of": addr_of, "bounds_fail": bounds_fail, "touch": touch,
+        namespace = {"__name__": __name__,  # (Numba's cache finds its globals again by it)
+                     "np": np, "addr_of": addr_of, "bounds_fail": bounds_fail, "touch": touch,
                      "release": release, "DT": ary.dtype, "CHECKS": L.CHECKS,
                      "CHECK_BOUNDS": L.CHECK_BOUNDS, "KIND_ATOMIC": L.KIND_ATOMIC,
                      "ATOMIC_SEQ": L.ATOMIC_SEQ, "ACQUIRE_SEQ": L.ACQUIRE_SEQ,
                      "FENCE_STAMP": L.FENCE_STAMP}
         source = _source(op, ndim, tuple_index, is_float)
         exec(compile(source, f"<gpukit atomic.{op}>", "exec"), namespace)  # noqa: S102
-        _CACHE[key] = namespace["impl"]
+        _CACHE[key] = impl = namespace["impl"]
+        # its source and globals are the key's: the key names it for the cache on disk
+        engine_cache.enroll(impl, "-".join(str(k) for k in key))
     return _CACHE[key]
 
 
@@ -98,7 +102,7 @@ def _make(op: str):
         def stub(c, obj, idx, cmp, val, site, d, n):
             """cuda.atomic.cas in a kernel."""
 
-        @overload(stub, jit_options={'forceinline': True})
+        @overload(stub, jit_options={'forceinline': True}, cached=True)
         def _ol(c, obj, idx, cmp, val, site, d, n):
             if isinstance(obj, types.Array):
                 return _impl(op, obj, idx)
@@ -107,7 +111,7 @@ def _make(op: str):
         def stub(c, obj, idx, val, site, d, n):
             """cuda.atomic.<op> in a kernel."""
 
-        @overload(stub, jit_options={'forceinline': True})
+        @overload(stub, jit_options={'forceinline': True}, cached=True)
         def _ol(c, obj, idx, val, site, d, n):
             if isinstance(obj, types.Array):
                 return _impl(op, obj, idx)

@@ -43,6 +43,7 @@ KEEP = 3  # engine versions whose folders are kept (the most recently used)
 CACHING = not config.CACHE_LOCATOR_CLASSES
 
 _ENROLLED: dict[Any, str] = {}  # the engine's functions' code objects -> their disambiguators
+_TAGGED: dict[Callable, str] = {}  # functions built with exec -> their disambiguators
 _EXPECTED: dict[Any, str] = {}  # code objects -> the argument types they are compiled for next
 _FOLDERS: dict[tuple, Path] = {}  # (cache root, engine version) -> its folder
 
@@ -55,16 +56,16 @@ def enroll(fn: Callable, tag: str | None = None) -> bool:
     on one line), nor `obj.shape[0]` from `obj.shape[1]`, which differ only in the names and
     constants it refers to. The disambiguator here is `tag` (by default the line `fn` starts at
     in its file) and a digest of the whole code. A function built with `exec` has no file whose
-    version says what its globals are, so it needs a `tag` that names its source."""
+    version says what its globals are, so it needs a `tag` that names its source and globals
+    (it is kept for that function, not for its code: the same text may run with other globals)."""
     code = fn.__code__
-    if code in _ENROLLED:
-        return CACHING
-    if tag is None:
+    if tag is not None:
+        _TAGGED.setdefault(fn, f"{tag}-{_code_digest(code)}")
+    elif fn not in _TAGGED and code not in _ENROLLED:
         if code.co_filename.startswith("<"):
             raise ValueError(f"{fn.__qualname__} was built with exec ({code.co_filename}): "
                              "enroll it with a tag naming its source before it is cached")
-        tag = str(code.co_firstlineno)
-    _ENROLLED[code] = f"{tag}-{_code_digest(code)}"
+        _ENROLLED[code] = f"{code.co_firstlineno}-{_code_digest(code)}"
     return CACHING
 
 
@@ -147,8 +148,9 @@ class EngineLocator(_CacheLocator):
     def __init__(self, py_func: Callable):
         self._path = folder()
         code = py_func.__code__
+        tag = _TAGGED.get(py_func) or _ENROLLED[code]
         expected = _EXPECTED.pop(code, None)
-        self._tag = _ENROLLED[code] if expected is None else f"{_ENROLLED[code]}-{expected}"
+        self._tag = tag if expected is None else f"{tag}-{expected}"
 
     def get_cache_path(self) -> str:
         return str(self._path)
@@ -161,7 +163,7 @@ class EngineLocator(_CacheLocator):
 
     @classmethod
     def from_function(cls, py_func: Callable, py_file: str) -> EngineLocator | None:
-        if getattr(py_func, "__code__", None) not in _ENROLLED:
+        if py_func not in _TAGGED and getattr(py_func, "__code__", None) not in _ENROLLED:
             return None
         return cls(py_func)
 
