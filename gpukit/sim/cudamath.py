@@ -23,6 +23,7 @@ import numpy as np
 from numba import types
 from numba.core.errors import TypingError
 
+from . import engine_cache
 from .lowlevel import overload, register_jitable
 
 
@@ -119,13 +120,16 @@ def _stub(name: str):
                                          for k, t in enumerate(ret.types)) + ")"]
         else:
             body = [f"    return {_converter(ret)}({call})"]
-        code: dict[str, Any] = {"np": np, "f": func}
+        code: dict[str, Any] = {"__name__": __name__, "np": np, "f": func}
         exec(f"def impl({params}):\n" + "\n".join(body), code)  # noqa: S102 - conversions
+        # its globals are math.<name>'s and its text the conversions: the name tags it for
+        # the cache on disk (the text is in the tag's code digest)
+        engine_cache.enroll(code["impl"], f"math.{name}")
         return code["impl"]
 
     scope: dict[str, Any] = {"typer": typer}
     exec(f"def ol({params}):\n    return typer({params})", scope)  # noqa: S102 - its arity
-    overload(stub, jit_options={"forceinline": True})(scope["ol"])
+    overload(stub, jit_options={"forceinline": True}, cached=True)(scope["ol"])
     return stub
 
 
