@@ -1219,6 +1219,27 @@ def test_a_record_field_not_aligned_for_its_type_is_refused_as_numba_cuda_refuse
     assert out["a"].tolist() == [7, 9]
 
 
+def misspelt_barrier(a):
+    a[cuda.threadIdx.x] = 1.0
+    cuda.syncthread()
+
+
+def misspelt_index(a):
+    a[0] = cuda.threadIdy.x
+
+
+@pytest.mark.parametrize(("kernel", "name", "line"), [(misspelt_barrier, "syncthread", 2),
+                                                      (misspelt_index, "threadIdy", 1)])
+def test_a_misspelt_cuda_name_gets_numba_cudas_attribute_error(be, kernel, name, line):
+    # numba-cuda's compile raises the AttributeError getattr gives (cuda.compile_ptx too)
+    with pytest.raises(AttributeError, match=re.escape(
+            f"numba-cuda would not compile kernel '{kernel.__name__}' for a GPU: module "
+            f"'numba.cuda' has no attribute '{name}'")) as info:
+        run(be, kernel, 1, 2, np.zeros(2))
+    assert isinstance(info.value, KernelTypingError)
+    assert info.value.lineno == kernel.__code__.co_firstlineno + line
+
+
 # -- alignment= of shared and local arrays ---------------------------------------------------------
 @cuda.jit(device=True)
 def _aligned_scratch(out, t):

@@ -331,7 +331,8 @@ def _static(func: pytypes.FunctionType, node: ast.expr, local: set[str]) -> Any:
         base = _static(func, node.value, local)
         if base is None:
             return None
-        return getattr(base, node.attr, None)
+        obj = names.attribute(base, node.attr)
+        return None if names.missing(obj) else obj
     return None
 
 

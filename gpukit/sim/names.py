@@ -11,6 +11,8 @@ objects from a `numba.cuda` module that is not the one imported here (Numba's CU
 from __future__ import annotations
 
 import builtins
+import importlib
+import sys
 import types as pytypes
 from dataclasses import dataclass
 from typing import Any
@@ -69,6 +71,7 @@ class Intrinsic:
 GRID_SYNC = Intrinsic("sync", "cg.this_grid().sync")
 
 _TABLE: dict[int, Intrinsic] | None = None
+_HAS_FP16 = False  # whether _TABLE has cuda.fp16's functions (see _add_fp16)
 _KEEP: list[Any] = []  # the objects whose ids key _TABLE (so the ids stay theirs)
 
 
@@ -111,19 +114,31 @@ def _build() -> dict[int, Intrinsic]:
     from numba.cuda.np import numpy_support  # arrays over a raw pointer
     add(numpy_support.carray, Intrinsic("pointer_array", "carray", "carray"))
     add(numpy_support.farray, Intrinsic("pointer_array", "farray", "farray"))
-    from numba.cuda import fp16
-
-    from .half import FP16  # cuda.fp16 functions
-    add(fp16, Intrinsic("namespace", "fp16"))
-    for name in FP16:
-        add(getattr(fp16, name), Intrinsic("pure", f"fp16.{name}", f"fp16_{name}"))
     return table
 
 
+def _add_fp16(table: dict[int, Intrinsic]) -> None:
+    """cuda.fp16's functions. numba-cuda loads that module (and its bfloat16 bindings, a
+    quarter of a second) only when a program imports it, and a kernel can name its functions
+    only after that, so they join the table then rather than slowing every first launch."""
+    fp16 = sys.modules["numba.cuda.fp16"]
+
+    from .half import FP16
+    _KEEP.append(fp16)
+    table[id(fp16)] = Intrinsic("namespace", "fp16")
+    for name in FP16:
+        func = getattr(fp16, name)
+        _KEEP.append(func)
+        table[id(func)] = Intrinsic("pure", f"fp16.{name}", f"fp16_{name}")
+
+
 def _table() -> dict[int, Intrinsic]:
-    global _TABLE
+    global _TABLE, _HAS_FP16
     if _TABLE is None:
         _TABLE = _build()
+    if not _HAS_FP16 and "numba.cuda.fp16" in sys.modules:
+        _add_fp16(_TABLE)
+        _HAS_FP16 = True
     return _TABLE
 
 
@@ -194,6 +209,25 @@ def lookup(func: pytypes.FunctionType, name: str) -> Any:
 
 def missing(obj: Any) -> bool:
     return obj is _MISSING
+
+
+# the submodules of numba.cuda that numba-cuda's typing context imports before it types a kernel
+# (CUDATypingContext.load_additional_registries), so that a kernel may write `cuda.fp16.hadd`
+# without importing numba.cuda.fp16 itself
+_TYPING_SUBMODULES = frozenset(("cudadecl", "cudamath", "fp16", "bf16", "fp8", "libdevicedecl",
+                                "vector_types"))
+
+
+def attribute(obj: Any, name: str) -> Any:
+    """`obj.name` as numba-cuda's typing finds it, or _MISSING."""
+    try:
+        return getattr(obj, name)
+    except AttributeError:
+        pass
+    if isinstance(obj, pytypes.ModuleType) and obj.__name__ == "numba.cuda" and \
+            name in _TYPING_SUBMODULES:
+        return importlib.import_module(f"numba.cuda.{name}")
+    return _MISSING
 
 
 def is_constant_array(obj: Any) -> bool:

@@ -31,7 +31,7 @@ from typing import Any
 import numba
 import numpy as np
 
-from ..errors import UnsupportedKernelError
+from ..errors import UnsupportedKernelError, typing_error_as
 from . import eager, extensions, names, vectors
 from . import layout as L
 from .device_array import array_layout
@@ -328,9 +328,10 @@ class UnitRewriter:
             spec = names.intrinsic(base.obj)
             if spec is not None and spec.category == "coord":
                 return _Static((spec, node.attr), f"{base.path}.{node.attr}")
-            try:
-                obj = getattr(base.obj, node.attr)
-            except AttributeError:
+            obj = names.attribute(base.obj, node.attr)
+            if names.missing(obj):
+                if isinstance(base.obj, pytypes.ModuleType):  # cuda.syncthread(): a typo
+                    raise self._no_attribute(node, base.obj)
                 return None
             if isinstance(base.obj, np.ndarray) and callable(obj):
                 return None  # a method of a global array (val.copy()): Numba calls it
@@ -372,6 +373,14 @@ class UnitRewriter:
             f"{what} is not supported in kernels by gpukit's simulator",
             kernel=self.func.__name__, lineno=getattr(node, "lineno", None),
             filename=self.src.filename)
+
+    def _no_attribute(self, node: ast.Attribute, module: pytypes.ModuleType) -> Exception:
+        """numba-cuda's error for a module attribute that does not exist (its AttributeError)."""
+        reason = AttributeError(f"module '{module.__name__}' has no attribute '{node.attr}'")
+        return typing_error_as(reason, f"numba-cuda would not compile kernel "
+                               f"'{self.func.__name__}' for a GPU: {reason}",
+                               kernel=self.func.__name__, lineno=node.lineno,
+                               filename=self.src.filename)
 
     def site(self, node: ast.AST, kind: str = "expr", label: str | None = None,
              text: str | None = None) -> int:
