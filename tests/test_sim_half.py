@@ -208,9 +208,10 @@ def test_half_kernels_run_from_the_disk_cache_and_without_it(be, tmp_path, monke
 
 
 FP16_UNIMPORTED = """
-import json, sys
+import json, os, sys
 import numpy as np, gpukit
 from numba import cuda
+from gpukit.errors import UnsupportedKernelError
 
 def add(a, out):
     out[0] = a[0] + a[1]
@@ -218,28 +219,42 @@ def add(a, out):
 def doubled(a):  # cuda.fp16 without importing numba.cuda.fp16, as numba-cuda allows
     a[0] = cuda.fp16.hadd(a[0], a[0])
 
+def sine(a):  # cuda.libdevice without importing it (numba-cuda's typing loads it)
+    a[0] = cuda.libdevice.sin(a[0])
+
 be = gpukit.get_backend("cpu")
 out = be.to_device(np.zeros(1))
 be.launch_kernel(add, 1, 1, be.to_device(np.ones(2)), out)
-loaded = "numba.cuda.fp16" in sys.modules
-half = be.to_device(np.array([1.5], np.float16))
-be.launch_kernel(doubled, 1, 1, half)
-print(json.dumps({"sum": float(be.to_host(out)[0]), "fp16_loaded": loaded,
-                  "doubled": float(be.to_host(half)[0])}))
+found = {"sum": float(be.to_host(out)[0]), "fp16_loaded": "numba.cuda.fp16" in sys.modules}
+for name in os.environ["ORDER"].split():
+    if name == "doubled":
+        half = be.to_device(np.array([1.5], np.float16))
+        be.launch_kernel(doubled, 1, 1, half)
+        found[name] = float(be.to_host(half)[0])
+    else:
+        try:
+            be.launch_kernel(sine, 1, 1, be.to_device(np.ones(1)))
+        except UnsupportedKernelError as exc:
+            found[name] = str(exc)
+print(json.dumps(found))
 """
 
 
 def test_cuda_fp16_needs_no_import_and_costs_a_launch_nothing_until_a_kernel_uses_it(tmp_path):
     # numba-cuda loads cuda.fp16 (a quarter of a second, with its bfloat16 bindings) when it
     # types a kernel; a kernel cached by an earlier process is not typed again, so its first
-    # launch does without, and a kernel that names cuda.fp16 later still finds it
-    cache_dir = str(tmp_path / "cache")
-    cold = run_script(tmp_path, FP16_UNIMPORTED, GPUKIT_CACHE_DIR=cache_dir)
-    warm = run_script(tmp_path, FP16_UNIMPORTED, GPUKIT_CACHE_DIR=cache_dir)
-    for result in (cold, warm):
-        assert (result["sum"], result["doubled"]) == (2.0, 3.0)
+    # launch does without, and a kernel that names cuda.fp16 (or cuda.libdevice) later still
+    # finds it
+    env = {"GPUKIT_CACHE_DIR": str(tmp_path / "cache")}
+    cold = run_script(tmp_path, FP16_UNIMPORTED, ORDER="doubled sine", **env)
     assert cold["fp16_loaded"]  # numba-cuda's typing of `add` loaded it
-    assert not warm["fp16_loaded"]
+    for order in ("doubled sine", "sine doubled"):
+        warm = run_script(tmp_path, FP16_UNIMPORTED, ORDER=order, **env)
+        assert not warm["fp16_loaded"]
+        for result in (cold, warm):
+            assert (result["sum"], result["doubled"]) == (2.0, 3.0)
+            assert result["sine"].startswith("cuda.libdevice.sin: numba-cuda's "
+                                             "cuda.libdevice.sin is not supported in kernels")
 
 
 NO_F16C = """

@@ -11,7 +11,6 @@ objects from a `numba.cuda` module that is not the one imported here (Numba's CU
 from __future__ import annotations
 
 import builtins
-import importlib
 import sys
 import types as pytypes
 from dataclasses import dataclass
@@ -211,23 +210,19 @@ def missing(obj: Any) -> bool:
     return obj is _MISSING
 
 
-# the submodules of numba.cuda that numba-cuda's typing context imports before it types a kernel
-# (CUDATypingContext.load_additional_registries), so that a kernel may write `cuda.fp16.hadd`
-# without importing numba.cuda.fp16 itself
-_TYPING_SUBMODULES = frozenset(("cudadecl", "cudamath", "fp16", "bf16", "fp8", "libdevicedecl",
-                                "vector_types"))
-
-
 def attribute(obj: Any, name: str) -> Any:
-    """`obj.name` as numba-cuda's typing finds it, or _MISSING."""
-    try:
-        return getattr(obj, name)
-    except AttributeError:
-        pass
-    if isinstance(obj, pytypes.ModuleType) and obj.__name__ == "numba.cuda" and \
-            name in _TYPING_SUBMODULES:
-        return importlib.import_module(f"numba.cuda.{name}")
-    return _MISSING
+    """`obj.name` as numba-cuda's typing finds it, or _MISSING. numba-cuda loads modules of its
+    own (cuda.fp16, cuda.bf16, cuda.libdevice ...) when it types a kernel, so a kernel may name
+    them without importing them: an attribute of numba.cuda not there yet is looked for again
+    after the same loading (under numba-cuda's lock, as its compiles do)."""
+    found = getattr(obj, name, _MISSING)
+    if missing(found) and isinstance(obj, pytypes.ModuleType) and obj.__name__ == "numba.cuda":
+        from numba.cuda.core.compiler_lock import global_compiler_lock
+        from numba.cuda.descriptor import cuda_target
+        with global_compiler_lock:
+            cuda_target.typing_context.refresh()
+        found = getattr(obj, name, _MISSING)
+    return found
 
 
 def is_constant_array(obj: Any) -> bool:
