@@ -3,11 +3,15 @@ the process and, through a cache directory, between processes)."""
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import linecache
 import os
+import queue
+import subprocess
 import sys
 import textwrap
+import threading
 import types
 
 import numpy as np
@@ -292,14 +296,65 @@ def test_the_cache_directory_keeps_the_most_recently_used_kernels(tmp_path, monk
     folder = tmp_path / "kernels"
     (folder / "__pycache__").mkdir(parents=True)
     for age, key in enumerate(["new", "mid", "old", "busy"]):
-        for name in (f"k{key}.py", f"k{key}.typed", f"__pycache__/k{key}._g_drive-1.py311.nbi"):
+        for name in (f"k{key}.py", f"k{key}.typed", f"k{key}.lock",
+                     f"__pycache__/k{key}._g_drive-1.py311.nbi"):
             (folder / name).write_text("")
         os.utime(folder / f"k{key}.typed", (1e9 - age, 1e9 - age))  # "new" used last
     monkeypatch.setattr(cache, "IN_USE", {"busy"})  # this process's kernels are never deleted
     assert cache.prune(folder, keep=2) == 1
     assert sorted(p.name for p in folder.glob("k*.py")) == ["kbusy.py", "kmid.py", "knew.py"]
+    assert sorted(p.name for p in folder.glob("k*.lock")) == ["kbusy.lock", "kmid.lock",
+                                                              "knew.lock"]
     assert sorted(p.name for p in (folder / "__pycache__").iterdir()) == [
         "kbusy._g_drive-1.py311.nbi", "kmid._g_drive-1.py311.nbi", "knew._g_drive-1.py311.nbi"]
+
+
+@pytest.mark.skipif(cache.fcntl is None, reason="no file locks on this platform (Windows): "
+                    "compiles of one kernel are not serialised there")
+def test_compiles_of_one_kernel_take_turns_on_its_lock_file(tmp_path, monkeypatch):
+    # Numba's index of a function's signatures is read, extended and written back unlocked:
+    # two processes saving two signatures of one kernel at once could both number theirs 1
+    monkeypatch.setenv("GPUKIT_CACHE_DIR", str(tmp_path))
+    entered = []
+    real = cache.saving
+
+    @contextlib.contextmanager
+    def saving(key):
+        with real(key):
+            entered.append(key)
+            yield
+
+    monkeypatch.setattr(cache, "saving", saving)
+    backend = CPUBackend()
+    kernel = backend.compile_kernel(cell(KERNEL.format(scale=7.5), [0])["scale"])
+    out, a = backend.allocate(4, np.float64), backend.to_device(np.ones(4))
+    kernel[1, 4](out, a)
+    key = kernel.sim.key
+    assert entered == [key] and backend.to_host(out).tolist() == [7.5] * 4
+    assert (tmp_path / "kernels" / f"k{key}.lock").exists()
+
+    other = subprocess.Popen(  # another process compiling the same kernel
+        [sys.executable, "-c", OTHER_PROCESS, key], stdout=subprocess.PIPE, text=True,
+        env={**os.environ, "GPUKIT_CACHE_DIR": str(tmp_path)})
+    lines: queue.Queue = queue.Queue()
+    threading.Thread(target=lambda: [lines.put(line.strip()) for line in other.stdout],
+                     daemon=True).start()
+    with real(key):
+        assert lines.get(timeout=120) == "ready"
+        with pytest.raises(queue.Empty):  # it waits while this process holds the lock
+            lines.get(timeout=1.0)
+    assert lines.get(timeout=60) == "got it"
+    assert other.wait(60) == 0
+
+
+OTHER_PROCESS = """
+import sys
+from gpukit.sim import cache
+import numba.core.compiler_lock
+print("ready", flush=True)
+with cache.saving(sys.argv[1]):
+    print("got it", flush=True)
+"""
 
 
 def test_the_texts_kept_for_exec_built_kernels_stay_within_their_bound():

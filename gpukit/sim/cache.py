@@ -25,6 +25,7 @@ import hashlib
 import os
 import sys
 import tempfile
+import time
 import types as pytypes
 import warnings
 from collections import OrderedDict
@@ -34,7 +35,13 @@ from typing import Any
 
 import numpy as np
 
+try:
+    import fcntl
+except ImportError:  # Windows
+    fcntl = None
+
 MEMORY_LIMIT = 256  # compiled drivers kept in this process (least recently used dropped first)
+LOCK_WAIT_S = 120.0  # the longest a compile waits for another process's compile of its kernel
 DISK_LIMIT = 500  # kernels kept in the cache directory (about 200 KB each; least recent go)
 _MODULE_PREFIX = "_gpukit_kernel_"
 _OFF = ("off", "0", "none", "false")
@@ -220,10 +227,44 @@ def driver_code(key: str | None, source: str, label: str) -> tuple[Any, bool]:
 IN_USE: set[str] = set()  # keys this process compiled from the cache directory
 
 
+@contextlib.contextmanager
+def saving(key: str | None) -> Iterator[None]:
+    """Held while a kernel's driver is loaded or compiled for a signature, and saved. Numba keeps
+    all signatures of one function in one index, which it reads, extends and writes back with
+    no lock: two processes saving different signatures of one kernel at once (two notebooks,
+    two test workers) could both number theirs 1 and leave the index pointing one signature at
+    the other's machine code. So processes take turns on the kernel's lock file (the second
+    then loads what the first saved, when it is the same signature). One that holds it for more
+    than LOCK_WAIT_S (a process stopped in a debugger) is not waited for longer. Taken after
+    Numba's compiler lock, which the compile takes too, so that threads of one process cannot
+    wait on each other in the opposite order. Without file locks (Windows) nothing is locked."""
+    from numba.core.compiler_lock import global_compiler_lock
+
+    folder = cache_dir() if key is not None and fcntl is not None else None
+    handle = None
+    if folder is not None:
+        with contextlib.suppress(OSError):
+            handle = open(folder / f"k{key}.lock", "a")  # noqa: SIM115 - closed below
+    if handle is None:
+        yield
+        return
+    with global_compiler_lock, handle:  # closing the file lets go of the lock
+        deadline = time.monotonic() + LOCK_WAIT_S
+        while True:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    break
+                time.sleep(0.01)
+        yield
+
+
 def prune(folder: Path, keep: int | None = None) -> int:
     """Delete the least recently used kernels beyond the latest `keep` (DISK_LIMIT), except
-    those this process uses; returns how many went. A kernel's files: k<key>.py, k<key>.typed
-    and Numba's __pycache__/k<key>.*."""
+    those this process uses; returns how many went. A kernel's files: k<key>.py, k<key>.typed,
+    k<key>.lock and Numba's __pycache__/k<key>.*."""
     keep = DISK_LIMIT if keep is None else keep
     used = sorted(folder.glob("k*.typed"), key=lambda p: p.stat().st_mtime, reverse=True)
     gone = 0
@@ -231,7 +272,8 @@ def prune(folder: Path, keep: int | None = None) -> int:
         stem = marker.stem
         if stem[1:] in IN_USE:  # this process compiled it: Numba may still save to it
             continue
-        for path in [folder / f"{stem}.py", marker, *(folder / "__pycache__").glob(f"{stem}.*")]:
+        for path in [folder / f"{stem}.py", marker, folder / f"{stem}.lock",
+                     *(folder / "__pycache__").glob(f"{stem}.*")]:
             with contextlib.suppress(OSError):
                 path.unlink()
         gone += 1

@@ -465,13 +465,15 @@ def _typed_and_compiled(kernel: SimKernel, driver: Any, sig: tuple, full: tuple)
     if full not in driver.overloads:
         with cache.quiet_driver_warnings(), compiling_kernel():
             try:
-                driver.compile(full)
+                with cache.saving(kernel.key):
+                    driver.compile(full)
             except numba.core.errors.TypingError:
                 if not kernel.regions:
                     raise
                 kernel.without_regions()  # it keeps a tuple or a view across a barrier
                 driver = kernel.driver
-                driver.compile(full)
+                with cache.saving(kernel.key):
+                    driver.compile(full)
             except numba.core.errors.NumbaError as exc:  # as numba-cuda's compiler raises it
                 raise as_numba_cuda_error(exc) from exc.__cause__
             except NotImplementedError as exc:  # no float16 on this CPU (gpukit.sim.half)
