@@ -193,3 +193,57 @@ def test_functions_whose_bytecode_is_the_same_are_told_apart():
     line = str(ceil.__code__.co_firstlineno)
     assert tags[0].startswith(line + "-") and tags[1].startswith(line + "-")
     assert tags[0] != tags[1]
+
+
+# Two processes compile the same program but for one coordinate, Numba's counter of compiled
+# functions starting at the same number, so that each gives its coordinate getter (a closure of
+# one factory, `intrinsics._coord`) the same unique id; a third loads both from the engine folder
+# they fill and launches a kernel that reads both.
+COORDINATES = textwrap.dedent("""
+    import itertools, json, os
+    import numpy as np
+    from numba import cuda
+    from numba.core.bytecode import FunctionIdentity
+    from gpukit.backends.cpu import CPUBackend
+
+    FunctionIdentity._unique_ids = itertools.count(10 ** 6)
+
+    def block_x(out):
+        out[0] = cuda.blockDim.x
+
+    def grid_x(out):
+        out[0] = cuda.gridDim.x
+
+    def both(out):
+        out[0] = cuda.blockDim.x
+        out[1] = cuda.gridDim.x
+
+    backend = CPUBackend()
+    out = backend.to_device(np.zeros(2, np.int64))
+    backend.launch_kernel({"block": block_x, "grid": grid_x, "both": both}[os.environ["WHICH"]],
+                          3, 5, out)
+    print(json.dumps(backend.to_host(out).tolist()))
+""")
+
+
+def test_closures_of_one_factory_compiled_by_two_processes_keep_apart_in_a_third(tmp_path):
+    # Numba names a compiled function by module, qualified name, argument types and a per-process
+    # counter: without names of their own, blockDim.x's getter and gridDim.x's could share one
+    # symbol, and the kernel reading both read one twice
+    roots = {which: tmp_path / which for which in ("block", "grid")}
+    for which, root in roots.items():
+        (tmp_path / which).mkdir()
+        run_script(tmp_path / which, COORDINATES, GPUKIT_CACHE_DIR=str(root), WHICH=which)
+    merged = tmp_path / "merged"
+    for root in roots.values():
+        shutil.copytree(root / "engine", merged / "engine", dirs_exist_ok=True)
+    assert run_script(tmp_path, COORDINATES, GPUKIT_CACHE_DIR=str(merged), WHICH="both") == [5, 3]
+
+
+def test_every_closure_of_the_engine_has_a_name_of_its_own():
+    from gpukit.sim import intrinsics
+
+    getters = [getattr(intrinsics, f"{what}_{axis}") for what in ("tid", "bid", "bdim", "gdim")
+               for axis in "xyz"]
+    assert len({f.__qualname__ for f in getters}) == 12
+    assert all(f.__qualname__.startswith("_coord.<locals>.get__") for f in getters)

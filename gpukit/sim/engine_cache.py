@@ -31,6 +31,7 @@ from collections.abc import Callable
 from pathlib import Path
 from types import CodeType
 from typing import Any
+from weakref import WeakSet
 
 import numba
 from numba.core import config
@@ -46,6 +47,7 @@ _ENROLLED: dict[Any, str] = {}  # the engine's functions' code objects -> their 
 _TAGGED: dict[Callable, str] = {}  # functions built with exec -> their disambiguators
 _EXPECTED: dict[Any, str] = {}  # code objects -> the argument types they are compiled for next
 _FOLDERS: dict[tuple, Path] = {}  # (cache root, engine version) -> its folder
+_NAMED: WeakSet = WeakSet()  # the functions `_name_apart` has seen
 
 
 def enroll(fn: Callable, tag: str | None = None) -> bool:
@@ -66,7 +68,29 @@ def enroll(fn: Callable, tag: str | None = None) -> bool:
             raise ValueError(f"{fn.__qualname__} was built with exec ({code.co_filename}): "
                              "enroll it with a tag naming its source before it is cached")
         _ENROLLED[code] = f"{code.co_firstlineno}-{_code_digest(code)}"
+    _name_apart(fn)
     return CACHING
+
+
+def _name_apart(fn: Callable) -> None:
+    """Give `fn` a qualified name of its own when it shares one with functions that compute
+    something else. Numba names a compiled function by its module, qualified name and argument
+    types, and a counter of the process that compiled it ("the mangled name must be unique,
+    else the wrong function can be chosen at link time"). The functions one factory makes
+    (closures such as the coordinate getters, lambdas, implementations built with exec) share
+    module and qualified name, so two of them compiled by different processes and loaded from
+    this cache into a third could share a symbol, and a driver that calls both would run one
+    twice (it did: blockDim.x read as gridDim.x). Their names get a digest of what tells them
+    apart, the same in every process: their tag or code and the values they capture."""
+    if fn in _NAMED:
+        return
+    qualname = fn.__qualname__
+    if fn in _TAGGED or "<locals>" in qualname or "<lambda>" in qualname:
+        cells = tuple(cell.cell_contents for cell in fn.__closure__ or ())
+        identity = (_TAGGED.get(fn) or _ENROLLED[fn.__code__]).encode()
+        digest = hashlib.sha256(identity + (dumps(cells) if cells else b"")).hexdigest()[:12]
+        fn.__qualname__ = f"{qualname}__{digest}"
+    _NAMED.add(fn)
 
 
 def _code_digest(code: CodeType) -> str:
