@@ -4,6 +4,7 @@ cache is off."""
 
 from __future__ import annotations
 
+import math
 import os
 import shutil
 import textwrap
@@ -11,6 +12,7 @@ import textwrap
 import numba
 import numpy as np
 import pytest
+from numba import cuda
 from script_run import run_script
 
 from gpukit.sim import cache, engine_cache
@@ -240,10 +242,29 @@ def test_closures_of_one_factory_compiled_by_two_processes_keep_apart_in_a_third
     assert run_script(tmp_path, COORDINATES, GPUKIT_CACHE_DIR=str(merged), WHICH="both") == [5, 3]
 
 
-def test_every_closure_of_the_engine_has_a_name_of_its_own():
+def _atomics_math_and_views(a, hist, out):
+    i = cuda.grid(1)
+    if i < a.size:
+        cuda.atomic.add(hist, a[i] % 4, 1)
+        cuda.atomic.max(hist, 4, a[i])
+        out[i // 4, i % 4] = math.sqrt(float(a[i])) + math.floor(0.5 * a[i])
+
+
+def test_every_function_of_the_engine_has_a_name_no_other_shares():
+    from gpukit.backends.cpu import CPUBackend
     from gpukit.sim import intrinsics
 
     getters = [getattr(intrinsics, f"{what}_{axis}") for what in ("tid", "bid", "bdim", "gdim")
                for axis in "xyz"]
     assert len({f.__qualname__ for f in getters}) == 12
     assert all(f.__qualname__.startswith("_coord.<locals>.get__") for f in getters)
+    backend = CPUBackend()
+    hist, out = backend.to_device(np.zeros(5, np.int64)), backend.to_device(np.zeros((4, 4)))
+    backend.launch_kernel(_atomics_math_and_views, 1, 16, backend.to_device(np.arange(16)), hist,
+                          out)
+    assert backend.to_host(hist).tolist() == [4, 4, 4, 4, 15]
+    by_name: dict = {}
+    for fn in engine_cache.named():  # whatever this process compiled, this test's and others'
+        by_name.setdefault((fn.__module__, fn.__qualname__), set()).add(engine_cache.identity(fn))
+    assert len(by_name) > 50
+    assert [name for name, contents in by_name.items() if len(contents) > 1] == []

@@ -86,11 +86,21 @@ def _name_apart(fn: Callable) -> None:
         return
     qualname = fn.__qualname__
     if fn in _TAGGED or "<locals>" in qualname or "<lambda>" in qualname:
-        cells = tuple(cell.cell_contents for cell in fn.__closure__ or ())
-        identity = (_TAGGED.get(fn) or _ENROLLED[fn.__code__]).encode()
-        digest = hashlib.sha256(identity + (dumps(cells) if cells else b"")).hexdigest()[:12]
-        fn.__qualname__ = f"{qualname}__{digest}"
+        fn.__qualname__ = f"{qualname}__{identity(fn)[:12]}"
     _NAMED.add(fn)
+
+
+def identity(fn: Callable) -> str:
+    """A digest of what an enrolled function computes: its tag (built with exec) or its line
+    and code, and the values it captures."""
+    cells = tuple(cell.cell_contents for cell in fn.__closure__ or ())
+    found = (_TAGGED.get(fn) or _ENROLLED[fn.__code__]).encode()
+    return hashlib.sha256(found + (dumps(cells) if cells else b"")).hexdigest()
+
+
+def named() -> list[Callable]:
+    """The functions enrolled so far in this process (with the names `_name_apart` gave)."""
+    return list(_NAMED)
 
 
 def _code_digest(code: CodeType) -> str:
