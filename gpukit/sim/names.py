@@ -11,6 +11,7 @@ objects from a `numba.cuda` module that is not the one imported here (Numba's CU
 from __future__ import annotations
 
 import builtins
+import functools
 import sys
 import types as pytypes
 from dataclasses import dataclass
@@ -78,10 +79,7 @@ def _build() -> dict[int, Intrinsic]:
     from numba import cuda
 
     table: dict[int, Intrinsic] = {}
-
-    def add(obj: Any, spec: Intrinsic) -> None:
-        _KEEP.append(obj)
-        table[id(obj)] = spec
+    add = functools.partial(_add, table)
 
     add(cuda, Intrinsic("module", "cuda"))
     for name, helper in _DIM3.items():
@@ -123,12 +121,14 @@ def _add_fp16(table: dict[int, Intrinsic]) -> None:
     fp16 = sys.modules["numba.cuda.fp16"]
 
     from .half import FP16
-    _KEEP.append(fp16)
-    table[id(fp16)] = Intrinsic("namespace", "fp16")
+    _add(table, fp16, Intrinsic("namespace", "fp16"))
     for name in FP16:
-        func = getattr(fp16, name)
-        _KEEP.append(func)
-        table[id(func)] = Intrinsic("pure", f"fp16.{name}", f"fp16_{name}")
+        _add(table, getattr(fp16, name), Intrinsic("pure", f"fp16.{name}", f"fp16_{name}"))
+
+
+def _add(table: dict[int, Intrinsic], obj: Any, spec: Intrinsic) -> None:
+    _KEEP.append(obj)
+    table[id(obj)] = spec
 
 
 def _table() -> dict[int, Intrinsic]:
