@@ -214,7 +214,8 @@ from numba import cuda
 from gpukit.errors import UnsupportedKernelError
 
 def add(a, out):
-    out[0] = a[0] + a[1]
+    if cuda.grid(1) == 0:  # (a kernel that names cuda's functions, as every kernel does)
+        out[0] = a[0] + a[1]
 
 def doubled(a):  # cuda.fp16 without importing numba.cuda.fp16, as numba-cuda allows
     a[0] = cuda.fp16.hadd(a[0], a[0])
