@@ -256,3 +256,72 @@ def test_a_shared_element_is_written_only_by_its_own_blocks_writes(checks, regio
                 np.zeros(2 * TPB, np.int32), regions=regions)
     assert type(info.value).__name__ == "UninitializedMemoryError"
     assert (info.value.thread, info.value.block) == ((5, 0, 0), (1, 0, 0))
+
+
+def shifted_rows(a, out, off, lo, hi):
+    """Reads of a written tile in a loop the caller bounds, from a row the caller shifts: in
+    bounds, past either end of an axis, or at negative indices (which Numba wraps)."""
+    s = cuda.shared.array((TILE, TILE), float32)
+    tx, ty = cuda.threadIdx.x, cuda.threadIdx.y
+    s[ty, tx] = a[ty, tx]
+    cuda.syncthreads()
+    r = ty + off
+    acc = float32(0.0)
+    for j in range(lo, hi):
+        acc += s[r, j] * s[j, tx]
+    out[ty, tx] = acc
+
+
+def index_changed_in_the_loop(a, out):
+    s = cuda.shared.array(TPB, float32)
+    t = cuda.threadIdx.x
+    s[t] = a[t]
+    cuda.syncthreads()
+    acc = float32(0.0)
+    r = t
+    for j in range(4):
+        acc += s[r]
+        r = (r + 1) % TPB
+    out[t] = acc
+
+
+def _free_reads(func) -> list[str]:
+    source = CPUBackend().compile_kernel(func).sim.explain()
+    return re.findall(r"_g_ld_free\(_g_c, (\w+, \([^)]*\)|\w+, [^,]+), ", source)
+
+
+def test_a_tiles_inner_loop_checks_its_indices_once_before_it_starts():
+    assert sorted(_free_reads(tiled_matmul)) == ["sA, (ty, j)", "sB, (j, tx)"]
+    assert sorted(_free_reads(shifted_rows)) == ["s, (j, tx)", "s, (r, j)"]
+    assert _free_reads(index_changed_in_the_loop) == []  # r changes from trip to trip
+
+
+@settings(max_examples=30, deadline=None)
+@given(off=st.integers(-2, 2), lo=st.integers(-2, 3), hi=st.integers(-1, TILE + 2),
+       checks=st.sampled_from([True, NO_RACES[:-1]]))
+def test_indices_checked_before_a_loop_fail_and_wrap_as_in_it(off, lo, hi, checks):
+    """Where a test before the loop finds every index in bounds, its reads check nothing;
+    otherwise the loop as it was runs: the same error at the same thread and line, or (with
+    `wraparound` off) the same wrapped reads, as the generator engine, which has no such test."""
+    a = (np.arange(TILE * TILE, dtype=np.float32).reshape(TILE, TILE) % 7) - 3
+    outcomes = []
+    for regions in (True, False):
+        be = CPUBackend(checks=checks)
+        kernel = be.compile_kernel(shifted_rows)
+        if not regions:
+            kernel.sim.without_regions()
+        out = be.allocate(a.shape, a.dtype)
+        try:
+            be.launch_kernel(kernel, 1, (TILE, TILE), be.to_device(a), out, off, lo, hi)
+            outcomes.append(be.to_host(out))
+        except KernelError as exc:
+            outcomes.append((type(exc).__name__, exc.thread, str(exc)))
+    if isinstance(outcomes[0], tuple):
+        assert outcomes[0] == outcomes[1]
+        assert outcomes[0][0] == "OutOfBoundsError"
+    else:
+        np.testing.assert_array_equal(outcomes[0], outcomes[1])
+        r = (np.arange(TILE) + off) % TILE
+        expect = np.array([[sum(a[r[y], j] * a[j, x] for j in range(lo, hi)) for x in
+                            range(TILE)] for y in range(TILE)], np.float32)
+        np.testing.assert_allclose(outcomes[0], expect, rtol=1e-6)

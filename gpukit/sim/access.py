@@ -463,6 +463,11 @@ def ld_bare(c, obj, idx, site, d, n):
     """`ld_unraced` where `bounds_only(d)`: the bounds are all there is to check."""
 
 
+def ld_free(c, obj, idx, site, d, n):
+    """`ld_bare` in a loop whose every index the kernel checked to lie in bounds before the
+    loop started (gpukit.sim.intervals.hoist_bounds): nothing is left to check."""
+
+
 @register_jitable
 def bounds_only(d):
     """Whether a descriptor made by `unraced` asks for nothing but bounds checks."""
@@ -484,21 +489,23 @@ def _element_source(ndim: int, store: bool, tuple_index: bool, direct: bool,
     `direct`: the element is a number or a boolean, loaded and stored at the address computed
     here (other dtypes, such as records, go through Numba's own indexing). `unraced`: a read
     that keeps no race records, "checked" (`ld_unraced`: its other checks run where its
-    descriptor has any) or "bare" (`ld_bare`: the bounds only)."""
+    descriptor has any), "bare" (`ld_bare`: the bounds only) or "free" (`ld_free`: none)."""
     args = "c, obj, idx, value, site, d, n" if store else "c, obj, idx, site, d, n"
     lines = [f"def impl({args}):",
              "    addr = addr_of(obj)"]
     for k in range(ndim):
         src = f"idx[{k}]" if tuple_index else "idx"
-        lines += [f"    i{k} = np.int64({src})",
-                  f"    if i{k} < 0 or i{k} >= obj.shape[{k}]:",  # (the checks' flags only here)
-                  "        bc = d[8] & CHECK_BOUNDS if d[0] >= 0 else c[CHECKS] & CHECK_BOUNDS",
-                  (f"        if (bc and (i{k} >= obj.shape[{k}] or i{k} < -obj.shape[{k}])) or "
-                   f"(i{k} < 0 and i{k} >= -obj.shape[{k}] and c[CHECKS] & CHECK_WRAPAROUND):"),
-                  f"            bounds_fail(c, site, {k}, i{k}, obj)",
-                  f"        if i{k} < 0:",  # Numba wraps negative indices to the end
-                  f"            i{k} += obj.shape[{k}]",
-                  f"    addr += i{k} * obj.strides[{k}]"]
+        lines.append(f"    i{k} = np.int64({src})")
+        if unraced != "free":
+            lines += [f"    if i{k} < 0 or i{k} >= obj.shape[{k}]:",  # (the flags only here)
+                      "        bc = d[8] & CHECK_BOUNDS if d[0] >= 0 else c[CHECKS] & CHECK_BOUNDS",
+                      (f"        if (bc and (i{k} >= obj.shape[{k}] or i{k} < -obj.shape[{k}])) "
+                       f"or (i{k} < 0 and i{k} >= -obj.shape[{k}] "
+                       "and c[CHECKS] & CHECK_WRAPAROUND):"),
+                      f"            bounds_fail(c, site, {k}, i{k}, obj)",
+                      f"        if i{k} < 0:",  # Numba wraps negative indices to the end
+                      f"            i{k} += obj.shape[{k}]"]
+        lines.append(f"    addr += i{k} * obj.strides[{k}]")
     index = ", ".join(f"i{k}" for k in range(ndim))
     if store:  # store first, then check: a failed check ends the launch either way
         if direct:
@@ -650,6 +657,11 @@ def _ol_ld_unraced(c, obj, idx, site, d, n):
 @overload(ld_bare, jit_options={'forceinline': True}, cached=True)
 def _ol_ld_bare(c, obj, idx, site, d, n):
     return _unraced_load(obj, idx, "bare")
+
+
+@overload(ld_free, jit_options={'forceinline': True}, cached=True)
+def _ol_ld_free(c, obj, idx, site, d, n):
+    return _unraced_load(obj, idx, "free")
 
 
 def _holds_arrays(obj) -> bool:

@@ -196,6 +196,93 @@ def _unrace(region: ast.For, arrays: dict[str, int], ids: Iterator[int]) -> list
         if isinstance(call, ast.Call) and isinstance(call.func, ast.Name) \
                 and call.func.id == P + "ld_unraced":
             call.func.id = P + "ld_bare"
+    hoist_bounds(bare)
     tests = [_call(P + "bounds_only", _name(n)) for n in made.values()]
     test = ast.BoolOp(op=ast.And(), values=tests) if len(tests) > 1 else tests[0]
     return [*out, ast.If(test=test, body=[bare], orelse=[region])]
+
+
+# -- bounds checked once, before a counted loop ---------------------------------------------------
+def hoist_bounds(node: ast.AST) -> None:
+    """Give each innermost `for v in range(...)` loop under `node` whose bare reads
+    (`ld_bare`) index with the loop variable, names the loop leaves alone and constants a
+    second copy that runs when a test before the loop finds every such index in bounds for
+    every trip: there they read through `ld_free`, which checks nothing (a tile's
+    `for j in range(TILE): acc += sA[ty, j] * sB[j, tx]`). The test reads only what the loop
+    would have read and is false when any index could fall outside; then the loop as it was
+    runs, and reports the first bad index where it is used."""
+    for parent in ast.walk(node):
+        for attr in ("body", "orelse"):
+            stmts = getattr(parent, attr, None)
+            if not isinstance(stmts, list):
+                continue
+            for k, stmt in enumerate(stmts):
+                test = _in_bounds_test(stmt) if isinstance(stmt, ast.For) else None
+                if test is not None:
+                    free = copy.deepcopy(stmt)
+                    for call in _bare_reads(free):
+                        call.func.id = P + "ld_free"
+                    stmts[k] = ast.If(test=test, body=[free], orelse=[stmt])
+
+
+def _in_bounds_test(loop: ast.For) -> ast.expr | None:
+    """The test that every bare read of an innermost counted loop is in bounds on every trip,
+    or None where there is no such read or an index the test cannot bound before the loop."""
+    bounds = _range_bounds(loop)
+    if bounds is None or loop.orelse or any(
+            isinstance(n, (ast.For, ast.While, ast.FunctionDef, ast.Lambda))
+            for stmt in loop.body for n in ast.walk(stmt)):
+        return None
+    var, lo, hi = bounds
+    changed = {n.id for stmt in loop.body for n in ast.walk(stmt)
+               if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)} | {var}
+    reads = list(_bare_reads(loop))
+    tests: list[ast.expr] = []
+    for call in reads:
+        array, index = call.args[1], call.args[2]
+        if array.id in changed:
+            return None
+        items = index.elts if isinstance(index, ast.Tuple) else [index]
+        for axis, item in enumerate(items):
+            extent = ast.Subscript(value=ast.Attribute(value=_name(array.id), attr="shape",
+                                                       ctx=ast.Load()),
+                                   slice=ast.Constant(axis), ctx=ast.Load())
+            if isinstance(item, ast.Name) and item.id == var:  # lo <= v < hi
+                tests.append(_compare(copy.deepcopy(lo), ast.GtE(), ast.Constant(0)))
+                tests.append(_compare(copy.deepcopy(hi), ast.LtE(), extent))
+            elif isinstance(item, ast.Name) and item.id not in changed or \
+                    isinstance(item, ast.Constant) and type(item.value) is int:
+                tests.append(ast.Compare(left=ast.Constant(0), ops=[ast.LtE(), ast.Lt()],
+                                         comparators=[copy.deepcopy(item), extent]))
+            else:
+                return None
+    if not tests:
+        return None
+    empty = _compare(copy.deepcopy(lo), ast.GtE(), copy.deepcopy(hi))  # no trip reads
+    return ast.BoolOp(op=ast.Or(), values=[empty, ast.BoolOp(op=ast.And(), values=tests)])
+
+
+def _range_bounds(loop: ast.For) -> tuple[str, ast.expr, ast.expr] | None:
+    """(v, lo, hi) of `for v in range(hi)` or `range(lo, hi)` with names or integer constants
+    for bounds (read again before the loop: nothing the loop's own start could change)."""
+    it = loop.iter
+    if not (isinstance(loop.target, ast.Name) and isinstance(it, ast.Call)
+            and isinstance(it.func, ast.Name) and it.func.id == "range"
+            and 1 <= len(it.args) <= 2 and not it.keywords):
+        return None
+    if not all(isinstance(a, ast.Name) or isinstance(a, ast.Constant) and type(a.value) is int
+               for a in it.args):
+        return None
+    lo = it.args[0] if len(it.args) == 2 else ast.Constant(0)
+    return loop.target.id, lo, it.args[-1]
+
+
+def _bare_reads(node: ast.AST) -> Iterator[ast.Call]:
+    for call in ast.walk(node):
+        if isinstance(call, ast.Call) and isinstance(call.func, ast.Name) \
+                and call.func.id == P + "ld_bare" and isinstance(call.args[1], ast.Name):
+            yield call
+
+
+def _compare(left: ast.expr, op: ast.cmpop, right: ast.expr) -> ast.Compare:
+    return ast.Compare(left=left, ops=[op], comparators=[right])
