@@ -258,9 +258,9 @@ def test_a_shared_element_is_written_only_by_its_own_blocks_writes(checks, regio
     assert (info.value.thread, info.value.block) == ((5, 0, 0), (1, 0, 0))
 
 
-def shifted_rows(a, out, off, lo, hi):
-    """Reads of a written tile in a loop the caller bounds, from a row the caller shifts: in
-    bounds, past either end of an axis, or at negative indices (which Numba wraps)."""
+def shifted_rows(a, out, off, sh, lo, hi):
+    """Reads of a written tile in a loop the caller bounds, at a row and rows the caller
+    shifts: in bounds, past either end of an axis, or at negative indices (which Numba wraps)."""
     s = cuda.shared.array((TILE, TILE), float32)
     tx, ty = cuda.threadIdx.x, cuda.threadIdx.y
     s[ty, tx] = a[ty, tx]
@@ -268,7 +268,7 @@ def shifted_rows(a, out, off, lo, hi):
     r = ty + off
     acc = float32(0.0)
     for j in range(lo, hi):
-        acc += s[r, j] * s[j, tx]
+        acc += s[r, j] * s[j - sh, tx] + s[j + sh, tx]
     out[ty, tx] = acc
 
 
@@ -285,6 +285,27 @@ def index_changed_in_the_loop(a, out):
     out[t] = acc
 
 
+R = 2  # the box filter's radius
+HALO_TILE = TPB + 2 * R
+
+
+def box_filter(a, out):
+    """A 1-D box filter through a shared tile with a halo of R each side: loop bounds and an
+    index shifted by names and constants the loop leaves alone."""
+    s = cuda.shared.array(HALO_TILE, float32)
+    t = cuda.threadIdx.x
+    i = cuda.grid(1)
+    s[t + R] = a[i]
+    if t < R:
+        s[t] = a[i - R] if i >= R else 0.0
+        s[t + TPB + R] = a[i + TPB] if i + TPB < a.shape[0] else 0.0
+    cuda.syncthreads()
+    acc = float32(0.0)
+    for j in range(-R, R + 1):
+        acc += s[t + R + j]
+    out[i] = acc
+
+
 def _free_reads(func) -> list[str]:
     source = CPUBackend().compile_kernel(func).sim.explain()
     return re.findall(r"_g_ld_free\(_g_c, (\w+, \([^)]*\)|\w+, [^,]+), ", source)
@@ -292,14 +313,24 @@ def _free_reads(func) -> list[str]:
 
 def test_a_tiles_inner_loop_checks_its_indices_once_before_it_starts():
     assert sorted(_free_reads(tiled_matmul)) == ["sA, (ty, j)", "sB, (j, tx)"]
-    assert sorted(_free_reads(shifted_rows)) == ["s, (j, tx)", "s, (r, j)"]
+    assert sorted(_free_reads(shifted_rows)) == ["s, (j + sh, tx)", "s, (j - sh, tx)",
+                                                 "s, (r, j)"]
     assert _free_reads(index_changed_in_the_loop) == []  # r changes from trip to trip
+    assert _free_reads(box_filter) == ["s, t + R + j"]
+
+
+def test_a_halo_tiles_filter_loop_reads_free_and_matches_numpy():
+    n = 4 * TPB
+    a = np.arange(n, dtype=np.float32) % 11
+    _, _, (_, out) = _launch(CPUBackend(), box_filter, n // TPB, TPB, a, np.zeros_like(a))
+    padded = np.concatenate([np.zeros(R, np.float32), a, np.zeros(R, np.float32)])
+    np.testing.assert_array_equal(out, sum(padded[k:k + n] for k in range(2 * R + 1)))
 
 
 @settings(max_examples=30, deadline=None)
-@given(off=st.integers(-2, 2), lo=st.integers(-2, 3), hi=st.integers(-1, TILE + 2),
-       checks=st.sampled_from([True, NO_RACES[:-1]]))
-def test_indices_checked_before_a_loop_fail_and_wrap_as_in_it(off, lo, hi, checks):
+@given(off=st.integers(-2, 2), sh=st.integers(-2, 2), lo=st.integers(-2, 3),
+       hi=st.integers(-1, TILE + 2), checks=st.sampled_from([True, NO_RACES[:-1]]))
+def test_indices_checked_before_a_loop_fail_and_wrap_as_in_it(off, sh, lo, hi, checks):
     """Where a test before the loop finds every index in bounds, its reads check nothing;
     otherwise the loop as it was runs: the same error at the same thread and line, or (with
     `wraparound` off) the same wrapped reads, as the generator engine, which has no such test."""
@@ -312,7 +343,7 @@ def test_indices_checked_before_a_loop_fail_and_wrap_as_in_it(off, lo, hi, check
             kernel.sim.without_regions()
         out = be.allocate(a.shape, a.dtype)
         try:
-            be.launch_kernel(kernel, 1, (TILE, TILE), be.to_device(a), out, off, lo, hi)
+            be.launch_kernel(kernel, 1, (TILE, TILE), be.to_device(a), out, off, sh, lo, hi)
             outcomes.append(be.to_host(out))
         except KernelError as exc:
             outcomes.append((type(exc).__name__, exc.thread, str(exc)))
@@ -322,6 +353,7 @@ def test_indices_checked_before_a_loop_fail_and_wrap_as_in_it(off, lo, hi, check
     else:
         np.testing.assert_array_equal(outcomes[0], outcomes[1])
         r = (np.arange(TILE) + off) % TILE
-        expect = np.array([[sum(a[r[y], j] * a[j, x] for j in range(lo, hi)) for x in
-                            range(TILE)] for y in range(TILE)], np.float32)
+        expect = np.array([[sum(a[r[y], j] * a[(j - sh) % TILE, x] + a[(j + sh) % TILE, x]
+                                for j in range(lo, hi)) for x in range(TILE)]
+                           for y in range(TILE)], np.float32)
         np.testing.assert_allclose(outcomes[0], expect, rtol=1e-6)

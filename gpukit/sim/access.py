@@ -508,8 +508,12 @@ def _element_source(ndim: int, store: bool, tuple_index: bool, direct: bool,
         lines.append(f"    addr += i{k} * obj.strides[{k}]")
     index = ", ".join(f"i{k}" for k in range(ndim))
     if store:  # store first, then check: a failed check ends the launch either way
-        if direct:
-            lines += ["    old = load_at(addr, obj)",
+        if direct:  # the old value matters only to the race records (a write that keeps the
+            lines += ["    if d[4] == 0 and d[0] >= 0:",  # bits counts as a read): a fresh
+                      "        store_at(addr, value, obj)",  # output's page is not read first
+                      "        touch(c, site, d, addr, obj.itemsize, KIND_WRITE, False)",
+                      "        return",
+                      "    old = load_at(addr, obj)",
                       "    store_at(addr, value, obj)",
                       ("    touch(c, site, d, addr, obj.itemsize, KIND_WRITE, "
                        "same_bits(old, load_at(addr, obj)))")]

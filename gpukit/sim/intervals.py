@@ -227,7 +227,10 @@ def hoist_bounds(node: ast.AST) -> None:
 
 def _in_bounds_test(loop: ast.For) -> ast.expr | None:
     """The test that every bare read of an innermost counted loop is in bounds on every trip,
-    or None where there is no such read or an index the test cannot bound before the loop."""
+    or None where there is no such read or an index the test cannot bound before the loop.
+    An index may be `v`, `v + e`, `e + v` or `v - e` (v the loop's variable) or `e`, where `e`
+    is arithmetic (+, -, *) on integer constants and names the loop leaves alone: reading it
+    before the loop cannot fail and gives the value every trip sees."""
     bounds = _range_bounds(loop)
     if bounds is None or loop.orelse or any(
             isinstance(n, (ast.For, ast.While, ast.FunctionDef, ast.Lambda))
@@ -236,9 +239,8 @@ def _in_bounds_test(loop: ast.For) -> ast.expr | None:
     var, lo, hi = bounds
     changed = {n.id for stmt in loop.body for n in ast.walk(stmt)
                if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)} | {var}
-    reads = list(_bare_reads(loop))
     tests: list[ast.expr] = []
-    for call in reads:
+    for call in _bare_reads(loop):
         array, index = call.args[1], call.args[2]
         if array.id in changed:
             return None
@@ -247,31 +249,65 @@ def _in_bounds_test(loop: ast.For) -> ast.expr | None:
             extent = ast.Subscript(value=ast.Attribute(value=_name(array.id), attr="shape",
                                                        ctx=ast.Load()),
                                    slice=ast.Constant(axis), ctx=ast.Load())
-            if isinstance(item, ast.Name) and item.id == var:  # lo <= v < hi
-                tests.append(_compare(copy.deepcopy(lo), ast.GtE(), ast.Constant(0)))
-                tests.append(_compare(copy.deepcopy(hi), ast.LtE(), extent))
-            elif isinstance(item, ast.Name) and item.id not in changed or \
-                    isinstance(item, ast.Constant) and type(item.value) is int:
+            if _pure(item, changed):
                 tests.append(ast.Compare(left=ast.Constant(0), ops=[ast.LtE(), ast.Lt()],
                                          comparators=[copy.deepcopy(item), extent]))
-            else:
+                continue
+            shift = _shift(item, var, changed)  # lo + shift <= v + shift < hi + shift
+            if shift is None:
                 return None
+            tests += [_compare(_shifted(lo, *shift), ast.GtE(), ast.Constant(0)),
+                      _compare(_shifted(hi, *shift), ast.LtE(), extent)]
     if not tests:
         return None
     empty = _compare(copy.deepcopy(lo), ast.GtE(), copy.deepcopy(hi))  # no trip reads
     return ast.BoolOp(op=ast.Or(), values=[empty, ast.BoolOp(op=ast.And(), values=tests)])
 
 
+def _pure(node: ast.expr, changed: set[str]) -> bool:
+    """Integer constants and names not in `changed`, under +, - (binary and unary) and *:
+    nothing that can fail."""
+    if isinstance(node, ast.Constant):
+        return type(node.value) is int
+    if isinstance(node, ast.Name):
+        return node.id not in changed
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
+            and node.func.id == P + "neg" and len(node.args) == 1:  # -x (transform.visit_UnaryOp)
+        return _pure(node.args[0], changed)
+    return isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub, ast.Mult)) \
+        and _pure(node.left, changed) and _pure(node.right, changed)
+
+
+def _shift(item: ast.expr, var: str, changed: set[str]
+           ) -> tuple[ast.operator | None, ast.expr | None] | None:
+    """How an index is the loop variable shifted: (op, e) for `v + e`, `e + v` or `v - e`,
+    (None, None) for `v` itself, None for anything else."""
+    if isinstance(item, ast.Name) and item.id == var:
+        return None, None
+    if not isinstance(item, ast.BinOp) or not isinstance(item.op, (ast.Add, ast.Sub)):
+        return None
+    is_var = [isinstance(x, ast.Name) and x.id == var for x in (item.left, item.right)]
+    if is_var[0] and _pure(item.right, changed):
+        return item.op, item.right
+    if is_var[1] and isinstance(item.op, ast.Add) and _pure(item.left, changed):
+        return item.op, item.left
+    return None
+
+
+def _shifted(bound: ast.expr, op: ast.operator | None, by: ast.expr | None) -> ast.expr:
+    if by is None:
+        return copy.deepcopy(bound)
+    return ast.BinOp(left=copy.deepcopy(bound), op=op, right=copy.deepcopy(by))
+
+
 def _range_bounds(loop: ast.For) -> tuple[str, ast.expr, ast.expr] | None:
-    """(v, lo, hi) of `for v in range(hi)` or `range(lo, hi)` with names or integer constants
-    for bounds (read again before the loop: nothing the loop's own start could change)."""
+    """(v, lo, hi) of `for v in range(hi)` or `range(lo, hi)` with bounds `_pure` reads
+    (read again before the loop: they cannot fail, and the loop's start changes nothing)."""
     it = loop.iter
     if not (isinstance(loop.target, ast.Name) and isinstance(it, ast.Call)
             and isinstance(it.func, ast.Name) and it.func.id == "range"
-            and 1 <= len(it.args) <= 2 and not it.keywords):
-        return None
-    if not all(isinstance(a, ast.Name) or isinstance(a, ast.Constant) and type(a.value) is int
-               for a in it.args):
+            and 1 <= len(it.args) <= 2 and not it.keywords
+            and all(_pure(a, set()) for a in it.args)):
         return None
     lo = it.args[0] if len(it.args) == 2 else ast.Constant(0)
     return loop.target.id, lo, it.args[-1]
