@@ -88,8 +88,8 @@ MAX_RECURSIVE_FRAME = 64 * 1024  # local memory per thread when device functions
 # (F601) refuses one given twice, which a dict silently resolves to the last (a bug once)
 RUNTIME: dict[str, Any] = {P + name: value for name, value in {
     "ld": access.ld, "ld_unraced": access.ld_unraced, "ld_bare": access.ld_bare,
-    "ld_free": access.ld_free, "bounds_only": access.bounds_only, "st": access.st, "getattr": runtime.getattr_,
-    "setattr": runtime.setattr_, "mark": runtime.mark, "end": runtime.end, "use": runtime.use,
+    "ld_free": access.ld_free, "bounds_only": access.bounds_only, "st": access.st,
+    "getattr": runtime.getattr_, "setattr": runtime.setattr_, "mark": runtime.mark, "end": runtime.end, "use": runtime.use,
     "use_vars": runtime.use_vars, "len": runtime.len_, "raise_": runtime.raise_,
     "print_value": runtime.print_value, "print_end": runtime.print_end,
     "shared_static_bytes": runtime.shared_static_bytes, "tick": intrinsics.tick,

@@ -205,13 +205,12 @@ def _unrace(region: ast.For, arrays: dict[str, int], ids: Iterator[int]) -> list
 # -- bounds checked once, before a counted loop ---------------------------------------------------
 def hoist_bounds(node: ast.AST) -> None:
     """Give each innermost `for v in range(...)` loop under `node` whose bare reads
-    (`ld_bare`) index with the loop variable, names the loop leaves alone and constants a
-    second copy that runs when a test before the loop finds every such index in bounds for
-    every trip: there they read through `ld_free`, which checks nothing (a tile's
-    `for j in range(TILE): acc += sA[ty, j] * sB[j, tx]`). The test reads only what the loop
-    would have read and is false when any index could fall outside; then the loop as it was
-    runs, and reports the first bad index where it is used."""
-    for parent in ast.walk(node):
+    (`ld_bare`) all have indices `_in_bounds_test` can bound a second copy that runs when that
+    test, before the loop, finds every index in bounds on every trip: there they read through
+    `ld_free`, which checks nothing (a tile's `for j in range(TILE): acc += sA[ty, j] *
+    sB[j, tx]`). The test is false when any index could fall outside; then the loop as it was
+    runs, and reports (or wraps) the first bad index where it is used."""
+    for parent in ast.walk(node):  # (a loop put under a new `if` is not visited again)
         for attr in ("body", "orelse"):
             stmts = getattr(parent, attr, None)
             if not isinstance(stmts, list):
