@@ -151,6 +151,18 @@ def test_the_oracle_negates_an_int16_as_the_gpu_does(workdir: Path, backend: Bac
     assert outcome.status == "ok", outcome.report(case)
 
 
+def test_abs_of_an_int16_is_compared_widened_as_the_gpu_holds_it(workdir: Path,
+                                                                backend: Backend):
+    # the soak: numba-cuda types abs() of an int16 as an int16; the GPU holds abs(-32768) as
+    # 32768 in its 32-bit register, as the oracle and the simulator do in an int64, and the
+    # int16 output receives it alike. A result the oracle computes otherwise must still match.
+    case = fixed(["int16"], ["r0 = abs(x0)", "r1 = x0"], [("r0", "i"), ("r1", "i")],
+                 [[-32768, 5, -7]])
+    outcome = run_case(case, workdir, backend)
+    assert outcome.status == "ok", outcome.report(case)
+    assert outcome.result_dtypes == ["int16", "int16"]
+
+
 def test_a_wrong_oracle_value_is_caught(workdir: Path, backend: Backend):
     def plant(values: list[tuple]) -> list[tuple]:
         values[3] = (values[3][0], values[3][1] + 1, values[3][2])
