@@ -464,8 +464,29 @@ def ld_bare(c, obj, idx, site, d, n):
 
 
 def ld_free(c, obj, idx, site, d, n):
-    """`ld_bare` in a loop whose every index the kernel checked to lie in bounds before the
-    loop started (gpukit.sim.intervals.hoist_bounds): nothing is left to check."""
+    """`ld_bare` in a loop whose indices were found in bounds before the loop started
+    (gpukit.sim.hoist): nothing is left to check."""
+
+
+def ld_inb(c, obj, idx, site, d, n):
+    """`ld` in a loop whose indices were found in bounds before the loop started
+    (gpukit.sim.hoist): every check but the bounds."""
+
+
+def st_inb(c, obj, idx, value, site, d, n):
+    """`st` in a loop whose indices were found in bounds before the loop started."""
+
+
+def extent(obj, axis):
+    """`obj.shape[axis]` of an array with that axis; -1 for anything else (gpukit.sim.hoist's
+    tests then fail, and the loop runs with every check)."""
+
+
+@overload(extent, jit_options={'forceinline': True}, cached=True)
+def _ol_extent(obj, axis):
+    if isinstance(obj, types.Array) and obj.ndim > 0:
+        return lambda obj, axis: obj.shape[axis] if axis < obj.ndim else -1
+    return lambda obj, axis: -1
 
 
 @register_jitable
@@ -483,20 +504,21 @@ def _full_index(idx) -> int:
 
 
 def _element_source(ndim: int, store: bool, tuple_index: bool, direct: bool,
-                    unraced: str = "") -> str:
+                    unraced: str = "", bounds: bool = True) -> str:
     """Element access for `ndim` integer indices (tuples may mix integer types).
 
     `direct`: the element is a number or a boolean, loaded and stored at the address computed
     here (other dtypes, such as records, go through Numba's own indexing). `unraced`: a read
     that keeps no race records, "checked" (`ld_unraced`: its other checks run where its
-    descriptor has any), "bare" (`ld_bare`: the bounds only) or "free" (`ld_free`: none)."""
+    descriptor has any) or "bare" (`ld_bare`: the bounds only). Without `bounds`, the indices
+    are known to be in bounds (`ld_free`, `ld_inb`, `st_inb`)."""
     args = "c, obj, idx, value, site, d, n" if store else "c, obj, idx, site, d, n"
     lines = [f"def impl({args}):",
              "    addr = addr_of(obj)"]
     for k in range(ndim):
         src = f"idx[{k}]" if tuple_index else "idx"
         lines.append(f"    i{k} = np.int64({src})")
-        if unraced != "free":
+        if bounds:
             lines += [f"    if i{k} < 0 or i{k} >= obj.shape[{k}]:",  # (the flags only here)
                       "        bc = d[8] & CHECK_BOUNDS if d[0] >= 0 else c[CHECKS] & CHECK_BOUNDS",
                       (f"        if (bc and (i{k} >= obj.shape[{k}] or i{k} < -obj.shape[{k}])) "
@@ -535,8 +557,9 @@ def _element_source(ndim: int, store: bool, tuple_index: bool, direct: bool,
 _IMPLS: dict = {}
 
 
-def _impl_for(ndim: int, store: bool, tuple_index: bool, direct: bool, unraced: str = ""):
-    key = (ndim, store, tuple_index, direct, unraced)
+def _impl_for(ndim: int, store: bool, tuple_index: bool, direct: bool, unraced: str = "",
+              bounds: bool = True):
+    key = (ndim, store, tuple_index, direct, unraced, bounds)
     if key not in _IMPLS:
         namespace = {"__name__": __name__,  # (Numba's cache finds its globals again by it)
                      "np": np, "addr_of": addr_of, "bounds_fail": bounds_fail, "touch": touch,
@@ -546,7 +569,7 @@ def _impl_for(ndim: int, store: bool, tuple_index: bool, direct: bool, unraced: 
                      "CHECK_WRAPAROUND": L.CHECK_WRAPAROUND,
                      "KIND_WRITE": L.KIND_WRITE, "KIND_READ": L.KIND_READ,
                      "load_at": load_at, "store_at": store_at}
-        source = _element_source(ndim, store, tuple_index, direct, unraced)
+        source = _element_source(ndim, store, tuple_index, direct, unraced, bounds)
         exec(compile(source, f"<gpukit {ndim}-d access>", "exec"), namespace)  # noqa: S102
         _IMPLS[key] = impl = namespace["impl"]
         # its source is the key's: the key names it for the cache on disk
@@ -647,9 +670,10 @@ def _ol_ld_view(c, obj, idx, site, d, n):
     return None
 
 
-def _unraced_load(obj, idx, how: str):
+def _unraced_load(obj, idx, how: str, bounds: bool = True):
     if isinstance(obj, types.Array) and _full_index(idx) == obj.ndim:
-        return _impl_for(obj.ndim, False, isinstance(idx, types.BaseTuple), _direct(obj), how)
+        return _impl_for(obj.ndim, False, isinstance(idx, types.BaseTuple), _direct(obj), how,
+                         bounds)
     return None  # not one element after all: a typing error, and the kernel runs as generators
 
 
@@ -665,7 +689,35 @@ def _ol_ld_bare(c, obj, idx, site, d, n):
 
 @overload(ld_free, jit_options={'forceinline': True}, cached=True)
 def _ol_ld_free(c, obj, idx, site, d, n):
-    return _unraced_load(obj, idx, "free")
+    return _unraced_load(obj, idx, "bare", bounds=False)
+
+
+def _one_element(obj, idx) -> bool:
+    return isinstance(obj, types.Array) and _full_index(idx) == obj.ndim
+
+
+@overload(ld_inb, jit_options={'forceinline': True}, cached=True)
+def _ol_ld_inb(c, obj, idx, site, d, n):
+    if _one_element(obj, idx):
+        return _impl_for(obj.ndim, False, isinstance(idx, types.BaseTuple), _direct(obj),
+                         bounds=False)
+    return None
+
+
+# anything else (a view, a pointer, a record's field): as `ld` (`extent` made the test fail)
+@overload(ld_inb, jit_options={'forceinline': True, '_nrt': True}, cached=True)
+def _ol_ld_inb_other(c, obj, idx, site, d, n):
+    if _one_element(obj, idx):
+        return None
+    return lambda c, obj, idx, site, d, n: ld(c, obj, idx, site, d, n)
+
+
+@overload(st_inb, jit_options={'forceinline': True}, cached=True)
+def _ol_st_inb(c, obj, idx, value, site, d, n):
+    if _one_element(obj, idx):
+        return _impl_for(obj.ndim, True, isinstance(idx, types.BaseTuple), _direct(obj),
+                         bounds=False)
+    return lambda c, obj, idx, value, site, d, n: st(c, obj, idx, value, site, d, n)
 
 
 def _holds_arrays(obj) -> bool:

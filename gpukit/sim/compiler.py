@@ -39,6 +39,7 @@ from . import (
     sync,
 )
 from . import layout as L
+from .hoist import hoisted
 from .transform import (
     CTX,
     Build,
@@ -88,7 +89,8 @@ MAX_RECURSIVE_FRAME = 64 * 1024  # local memory per thread when device functions
 # (F601) refuses one given twice, which a dict silently resolves to the last (a bug once)
 RUNTIME: dict[str, Any] = {P + name: value for name, value in {
     "ld": access.ld, "ld_unraced": access.ld_unraced, "ld_bare": access.ld_bare,
-    "ld_free": access.ld_free, "bounds_only": access.bounds_only, "st": access.st,
+    "ld_free": access.ld_free, "ld_inb": access.ld_inb, "st_inb": access.st_inb,
+    "extent": access.extent, "bounds_only": access.bounds_only, "st": access.st,
     "getattr": runtime.getattr_, "setattr": runtime.setattr_, "mark": runtime.mark, "end": runtime.end, "use": runtime.use,
     "use_vars": runtime.use_vars, "len": runtime.len_, "raise_": runtime.raise_,
     "print_value": runtime.print_value, "print_end": runtime.print_end,
@@ -224,12 +226,12 @@ class KernelBuilder:
                     for name, dtype in self.pointers.items()]
         body = pointers + rw.prologue() + replace_flush(body + [ast.Expr(_call(P + "FLUSH"))],
                                                         flush)
-        unit.source = _function_source(unit.name, rw.params, body)
+        unit.source = _function_source(unit.name, rw.params, hoisted(body))
         frames = bool(self._units)  # device functions (this kernel's unit comes last)
         split = regions.split(body, self.build.uses_fences, frames) if generator else None
         if split is not None:
             unit.generator_source = unit.source
-            unit.source = _function_source(unit.name, rw.params, split[0])
+            unit.source = _function_source(unit.name, rw.params, hoisted(split[0]))
             unit.region_vars = split[1]
         unit.namespace = rw.namespace
         unit.frame_bytes = rw.frame_bytes
@@ -262,7 +264,8 @@ class KernelBuilder:
         if body and isinstance(body[-1], ast.Return):
             epilogue = []
         body = replace_flush(body + epilogue, rw.flush())
-        unit.source = _function_source(unit.name, rw.params, prologue + body, rw.vararg)
+        unit.source = _function_source(unit.name, rw.params, hoisted(prologue + body),
+                                       rw.vararg)
         unit.namespace = rw.namespace
         unit.frame_bytes, unit.frame_align = rw.frame_bytes, rw.frame_align
         unit.calls = rw.calls
