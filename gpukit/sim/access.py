@@ -670,8 +670,12 @@ def _ol_ld_view(c, obj, idx, site, d, n):
     return None
 
 
+def _one_element(obj, idx) -> bool:
+    return isinstance(obj, types.Array) and _full_index(idx) == obj.ndim
+
+
 def _unraced_load(obj, idx, how: str, bounds: bool = True):
-    if isinstance(obj, types.Array) and _full_index(idx) == obj.ndim:
+    if _one_element(obj, idx):
         return _impl_for(obj.ndim, False, isinstance(idx, types.BaseTuple), _direct(obj), how,
                          bounds)
     return None  # not one element after all: a typing error, and the kernel runs as generators
@@ -692,10 +696,6 @@ def _ol_ld_free(c, obj, idx, site, d, n):
     return _unraced_load(obj, idx, "bare", bounds=False)
 
 
-def _one_element(obj, idx) -> bool:
-    return isinstance(obj, types.Array) and _full_index(idx) == obj.ndim
-
-
 @overload(ld_inb, jit_options={'forceinline': True}, cached=True)
 def _ol_ld_inb(c, obj, idx, site, d, n):
     if _one_element(obj, idx):
@@ -704,7 +704,7 @@ def _ol_ld_inb(c, obj, idx, site, d, n):
     return None
 
 
-# anything else (a view, a pointer, a record's field): as `ld` (`extent` made the test fail)
+# anything else (a view, a pointer, a record's field): `ld` itself, every check included
 @overload(ld_inb, jit_options={'forceinline': True, '_nrt': True}, cached=True)
 def _ol_ld_inb_other(c, obj, idx, site, d, n):
     if _one_element(obj, idx):
