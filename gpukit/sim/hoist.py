@@ -58,18 +58,18 @@ def _in_bounds_test(loop: ast.For) -> tuple[ast.expr, set[int]] | None:
     var, lo, hi = bounds
     changed = {n.id for stmt in loop.body for n in ast.walk(stmt)
                if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)} | {var}
-    tests: list[ast.expr] = []
+    tests: dict[str, ast.expr] = {}  # by ast.dump: a test several accesses share, once
     bounded: set[int] = set()
     for n, call in enumerate(_accesses(loop)):
         found = _access_tests(call, var, lo, hi, changed)
         if found:
-            tests += [t for t in found if ast.dump(t) not in map(ast.dump, tests)]
+            tests.update((ast.dump(t), t) for t in found)
             bounded.add(n)
     if not tests:
         return None
     empty = _compare(copy.deepcopy(lo), ast.GtE(), copy.deepcopy(hi))  # no trip accesses
-    return ast.BoolOp(op=ast.Or(), values=[empty, ast.BoolOp(op=ast.And(), values=tests)]), \
-        bounded
+    every = ast.BoolOp(op=ast.And(), values=list(tests.values()))
+    return ast.BoolOp(op=ast.Or(), values=[empty, every]), bounded
 
 
 def _access_tests(call: ast.Call, var: str, lo: ast.expr, hi: ast.expr, changed: set[str]

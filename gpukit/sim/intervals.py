@@ -199,4 +199,3 @@ def _unrace(region: ast.For, arrays: dict[str, int], ids: Iterator[int]) -> list
     tests = [_call(P + "bounds_only", _name(n)) for n in made.values()]
     test = ast.BoolOp(op=ast.And(), values=tests) if len(tests) > 1 else tests[0]
     return [*out, ast.If(test=test, body=[bare], orelse=[region])]
-
