@@ -292,3 +292,34 @@ def test_an_output_without_records_still_marks_what_it_wrote(be, races):
         be.launch_kernel(double, 2, 32, out, again)
     assert (info.value.thread, info.value.block) == ((0, 0, 0), (1, 0, 0))
     assert str(info.value).startswith("'a[i]' reads a[32], which was never written")
+
+
+def copy_first_40(a, out):
+    i = cuda.grid(1)
+    if i < 40:
+        out[i] = a[i]
+
+
+def copy_all(a, out):
+    i = cuda.grid(1)
+    out[i] = a[i]
+
+
+_RECORD12 = np.dtype([("x", np.int32), ("y", np.float32), ("z", np.int32)])
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.float16, np.float32, np.complex128, _RECORD12],
+                         ids=["1 byte", "2 bytes", "4 bytes", "16 bytes", "12-byte record"])
+def test_an_output_marks_the_elements_it_wrote_whatever_their_size(be, dtype):
+    # a written mark is a byte per element: the element's index is its offset shifted by the
+    # item size's power of two, or divided by a size that is none (the 12-byte record)
+    host = np.zeros(64, dtype)
+    host.view(np.uint8)[:] = np.arange(host.nbytes) % 251
+    out, again = be.allocate(64, dtype), be.allocate(64, dtype)
+    be.launch_kernel(copy_first_40, 1, 64, be.to_device(host), out)
+    be.launch_kernel(copy_first_40, 1, 64, out, again)  # reads only what was written
+    assert be.to_host(again)[:40].tobytes() == host[:40].tobytes()
+    with pytest.raises(UninitializedMemoryError) as info:
+        be.launch_kernel(copy_all, 1, 64, out, again)
+    assert info.value.thread == (40, 0, 0)
+    assert str(info.value).startswith("'a[i]' reads a[40], which was never written")

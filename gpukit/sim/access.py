@@ -183,8 +183,9 @@ def desc(c, k):
     if base >= 0 and not flags & TRACE_FLAG and (wrec == 0 or not flags & L.CHECK_RACES):
         if init_kind == L.INIT_NONE:
             flags |= QUIET_FLAG
-        elif init_kind == L.INIT_BYTE and c[s + L.S_WRITABLE]:
-            flags |= MARK_FLAG
+        elif init_kind == L.INIT_BYTE and c[s + L.S_WRITABLE] and c[s + L.S_SHIFT] >= 0 \
+                and base & ((1 << c[s + L.S_SHIFT]) - 1) == 0:  # items of 2**shift bytes from
+            flags |= MARK_FLAG  # an aligned base: (addr >> shift) - (base >> shift) indexes them
     return (base, c[s + L.S_SHIFT], init_kind, c[s + L.S_INIT], wrec, c[s + L.S_RREC],
             c[s + L.S_SPACE], c[s + L.S_WRITABLE], flags, np.int64(k))
 
@@ -372,9 +373,8 @@ def touch(c, site, d, addr, isz, kind, preserving):
     if d[D_FLAGS] & QUIET_FLAG and (kind == L.KIND_READ or d[D_WRITABLE] != 0):
         return
     if d[D_FLAGS] & MARK_FLAG and kind == L.KIND_WRITE:
-        shift = d[D_SHIFT]
-        off = addr - d[D_BASE]
-        store_u8(d[D_INIT] + (off >> shift if shift >= 0 else off // isz), 1)
+        shift = d[D_SHIFT]  # the element's index, as desc allows: all but addr >> shift is
+        store_u8(d[D_INIT] - (d[D_BASE] >> shift) + (addr >> shift), 1)  # the same every time
         return
     if d[D_BASE] < 0:
         d = _dynamic(c, site, addr, isz)
@@ -519,7 +519,8 @@ def _element_source(ndim: int, store: bool, tuple_index: bool, direct: bool,
         src = f"idx[{k}]" if tuple_index else "idx"
         lines.append(f"    i{k} = np.int64({src})")
         if bounds:
-            lines += [f"    if i{k} < 0 or i{k} >= obj.shape[{k}]:",  # (the flags only here)
+            # i < 0 or i >= n in one unsigned compare (shapes are >= 0); the flags only here
+            lines += [f"    if np.uint64(i{k}) >= np.uint64(obj.shape[{k}]):",
                       "        bc = d[8] & CHECK_BOUNDS if d[0] >= 0 else c[CHECKS] & CHECK_BOUNDS",
                       (f"        if (bc and (i{k} >= obj.shape[{k}] or i{k} < -obj.shape[{k}])) "
                        f"or (i{k} < 0 and i{k} >= -obj.shape[{k}] "
