@@ -39,6 +39,7 @@ from . import (
     sync,
 )
 from . import layout as L
+from . import nodes as N
 from .hoist import hoisted
 from .transform import (
     CTX,
@@ -47,10 +48,6 @@ from .transform import (
     SlotSpec,
     Unit,
     UnitRewriter,
-    _assign,
-    _call,
-    _const,
-    _name,
     bind_parameters,
     has_yield,
     replace_flush,
@@ -211,7 +208,7 @@ class KernelBuilder:
         rw = UnitRewriter(self.build, func, is_kernel=True,
                           param_slots={n: k for k, n in enumerate(params)}, generator=generator)
         rw.builder = self
-        rw.frame_expr = lambda: _call(P + "thread_frame", _name(CTX))
+        rw.frame_expr = lambda: N.call(P + "thread_frame", N.name(CTX))
         body = rw.body(rw.fn.body)
         if generator and not has_yield(body):
             generator = False
@@ -222,10 +219,10 @@ class KernelBuilder:
             flush = rw.returned_counters()
             unit.counters = tuple((site, space) for site, space, _ in rw.counters)
         # a raw pointer comes in as its address: typed here, as numba-cuda types the parameter
-        pointers = [_assign(name, _call(P + "typed_ptr", _name(name),
-                                        rw.constant(np.zeros(0, dtype), "pointee")))
+        pointers = [N.assign(name, N.call(P + "typed_ptr", N.name(name),
+                                          rw.constant(np.zeros(0, dtype), "pointee")))
                     for name, dtype in self.pointers.items()]
-        body = pointers + rw.prologue() + replace_flush(body + [ast.Expr(_call(P + "FLUSH"))],
+        body = pointers + rw.prologue() + replace_flush(body + [ast.Expr(N.call(P + "FLUSH"))],
                                                         flush)
         unit.source = _function_source(unit.name, rw.params, hoisted(body))
         frames = bool(self._units)  # device functions (this kernel's unit comes last)
@@ -254,14 +251,14 @@ class KernelBuilder:
         rw = UnitRewriter(self.build, func, is_kernel=False, bound=bound)
         rw.builder = self
         rw.frame_var = P + "fp"
-        rw.frame_expr = lambda: _name(P + "fp")
+        rw.frame_expr = lambda: N.name(P + "fp")
         body = rw.body(rw.fn.body)
         prologue = rw.prologue()
-        prologue.insert(0, _assign(P + "fp", _call(P + "push_frame", _name(CTX),
-                                                   _const(rw.frame_bytes),
-                                                   _const(rw.frame_align))))
-        epilogue = [ast.Expr(_call(P + "FLUSH")),
-                    ast.Expr(_call(P + "pop_frame", _name(CTX), _name(P + "fp")))]
+        prologue.insert(0, N.assign(P + "fp", N.call(P + "push_frame", N.name(CTX),
+                                                     N.const(rw.frame_bytes),
+                                                     N.const(rw.frame_align))))
+        epilogue = [ast.Expr(N.call(P + "FLUSH")),
+                    ast.Expr(N.call(P + "pop_frame", N.name(CTX), N.name(P + "fp")))]
         if body and isinstance(body[-1], ast.Return):
             epilogue = []
         body = replace_flush(body + epilogue, rw.flush())
@@ -293,16 +290,16 @@ class KernelBuilder:
         rw.inline_exit = (done, result)
         pre: list[ast.stmt] = []
         for name, arg in zip(rw.params, args):
-            pre.append(_assign(rw.local(name), caller.used(arg, L.UNDEF_CALL, call)))
-        pre.append(_assign(done, _const(False)))
-        pre += [_assign(rw.dname(n), _const(True)) for n in rw.tracked]
+            pre.append(N.assign(rw.local(name), caller.used(arg, L.UNDEF_CALL, call)))
+        pre.append(N.assign(done, N.const(False)))
+        pre += [N.assign(rw.dname(n), N.const(True)) for n in rw.tracked]
         body = rw.body(rw.fn.body)
         body = _exit_after_loops(body, done)
-        pre.append(ast.While(test=_const(True), body=body + [ast.Break()], orelse=[]))
+        pre.append(ast.While(test=N.const(True), body=body + [ast.Break()], orelse=[]))
         caller.namespace.update(rw.namespace)
         caller.calls += rw.calls
         caller.frame_bytes = max(caller.frame_bytes, rw.frame_bytes)
-        return pre, _name(result) if rw.returns_value else _const(None)
+        return pre, N.name(result) if rw.returns_value else N.const(None)
 
     # -- compiling ---------------------------------------------------------------------------
     def units(self) -> list[Unit]:
@@ -347,7 +344,7 @@ def _exit_after_loops(stmts: list[ast.stmt], done: str) -> list[ast.stmt]:
         if isinstance(stmt, (ast.For, ast.While)):
             stmt.body = _exit_after_loops(stmt.body, done)
             out.append(stmt)
-            out.append(ast.If(test=_name(done), body=[ast.Break()], orelse=[]))
+            out.append(ast.If(test=N.name(done), body=[ast.Break()], orelse=[]))
             continue
         if isinstance(stmt, ast.If):
             stmt.body = _exit_after_loops(stmt.body, done)

@@ -18,6 +18,7 @@ import ast
 import copy
 from collections.abc import Iterator
 
+from . import nodes as N
 from .transform import P
 
 # an access -> the same access with its indices known to be in bounds
@@ -81,17 +82,15 @@ def _access_tests(call: ast.Call, var: str, lo: ast.expr, hi: ast.expr, changed:
     tests: list[ast.expr] = []
     items = index.elts if isinstance(index, ast.Tuple) else [index]
     for axis, item in enumerate(items):
-        extent = ast.Call(func=ast.Name(id=P + "extent", ctx=ast.Load()),
-                          args=[ast.Name(id=array.id, ctx=ast.Load()), ast.Constant(axis)],
-                          keywords=[])
+        extent = N.call(P + "extent", N.name(array.id), N.const(axis))
         if _pure(item, changed):
-            tests.append(ast.Compare(left=ast.Constant(0), ops=[ast.LtE(), ast.Lt()],
+            tests.append(ast.Compare(left=N.const(0), ops=[ast.LtE(), ast.Lt()],
                                      comparators=[copy.deepcopy(item), extent]))
             continue
         shift = _shift(item, var, changed)  # lo + shift <= v + shift < hi + shift
         if shift is None:
             return None
-        tests += [_compare(_shifted(lo, *shift), ast.GtE(), ast.Constant(0)),
+        tests += [_compare(_shifted(lo, *shift), ast.GtE(), N.const(0)),
                   _compare(_shifted(hi, *shift), ast.LtE(), extent)]
     return tests
 
@@ -145,7 +144,7 @@ def _range_bounds(loop: ast.For) -> tuple[str, ast.expr, ast.expr] | None:
             and 1 <= len(it.args) <= 2 and not it.keywords
             and all(_pure(a, set()) for a in it.args)):
         return None
-    lo = it.args[0] if len(it.args) == 2 else ast.Constant(0)
+    lo = it.args[0] if len(it.args) == 2 else N.const(0)
     return loop.target.id, lo, it.args[-1]
 
 

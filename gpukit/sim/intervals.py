@@ -24,7 +24,8 @@ import copy
 import itertools
 from collections.abc import Iterator
 
-from .transform import CTX, P, _assign, _call, _name
+from . import nodes as N
+from .transform import CTX, P
 
 _LOAD, _STORE = P + "ld", P + "st"
 _SIZE_ATTRS = frozenset({"shape", "size", "ndim", "dtype", "itemsize"})
@@ -187,8 +188,8 @@ def _unrace(region: ast.For, arrays: dict[str, int], ids: Iterator[int]) -> list
             key = ast.unparse(call.args[4])
             if key not in made:
                 made[key] = f"{P}u{next(ids)}"
-                out.append(_assign(made[key], _call(P + "unraced", _name(CTX), call.args[4])))
-            call.args[4] = _name(made[key])
+                out.append(N.assign(made[key], N.call(P + "unraced", N.name(CTX), call.args[4])))
+            call.args[4] = N.name(made[key])
     if not made:
         return [region]
     bare = copy.deepcopy(region)
@@ -196,6 +197,6 @@ def _unrace(region: ast.For, arrays: dict[str, int], ids: Iterator[int]) -> list
         if isinstance(call, ast.Call) and isinstance(call.func, ast.Name) \
                 and call.func.id == P + "ld_unraced":
             call.func.id = P + "ld_bare"
-    tests = [_call(P + "bounds_only", _name(n)) for n in made.values()]
+    tests = [N.call(P + "bounds_only", N.name(n)) for n in made.values()]
     test = ast.BoolOp(op=ast.And(), values=tests) if len(tests) > 1 else tests[0]
     return [*out, ast.If(test=test, body=[bare], orelse=[region])]

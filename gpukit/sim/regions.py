@@ -38,7 +38,8 @@ from numba.core import types
 
 from . import intervals, sync
 from . import layout as L
-from .transform import CTX, P, _assign, _call, _const, _name
+from . import nodes as N
+from .transform import CTX, P
 
 # whether uniform values are computed once by the block (`_block_level_values`); only
 # `python -m benchmarks.regions` turns it off, to measure what it saves
@@ -555,8 +556,8 @@ class _Builder:
                 if kind == L.K_BARRIER:
                     pending = pending[:-1]  # a plain barrier has no operand to leave
                 out += self.run(pending, _ON)
-                out.append(ast.Expr(_call(P + "barrier", _name(CTX), _const(kind),
-                                          _const(self.fences))))
+                out.append(ast.Expr(N.call(P + "barrier", N.name(CTX), N.const(kind),
+                                           N.const(self.fences))))
                 pending = []
             elif not _has_yield(stmt):
                 if isinstance(stmt, (ast.Break, ast.Continue)):
@@ -585,7 +586,7 @@ class _Builder:
                 value, pre = self.evaluated(a)
                 out += pre
                 args.append(value)
-            loop = ast.For(target=stmt.target, iter=_call("range", *args),
+            loop = ast.For(target=stmt.target, iter=N.call("range", *args),
                            body=self.block(stmt.body, False), orelse=[])
             return out + [loop]
         test, pre = self.evaluated(stmt.test)
@@ -595,7 +596,7 @@ class _Builder:
         # while test: body  ->  while True: (test, in every thread); if not test: break; body
         leave = ast.If(test=ast.UnaryOp(op=ast.Not(), operand=test), body=[ast.Break()],
                        orelse=[])
-        return [ast.While(test=_const(True), body=pre + [leave] + self.block(stmt.body, False),
+        return [ast.While(test=N.const(True), body=pre + [leave] + self.block(stmt.body, False),
                           orelse=[])]
 
     def evaluated(self, expr: ast.expr) -> tuple[ast.expr, list[ast.stmt]]:
@@ -605,7 +606,7 @@ class _Builder:
             return expr, []
         self.tests += 1
         name = f"{P}b{self.tests}"
-        return _name(name), self.region([_assign(name, expr)], _ON)
+        return N.name(name), self.region([N.assign(name, expr)], _ON)
 
     def span(self, stmts: list[ast.stmt]) -> tuple[int, ast.expr] | None:
         """(comparison, bound) when the region does nothing in a thread whose threadIdx.x
@@ -656,11 +657,11 @@ class _Builder:
         stores = _stores(stmts)
         # a thread's own value first: what it reads, and what it may leave unwritten here
         needed = reads | (stores - surely)
-        nv = _const(len(self.index))
-        reload = [_assign(n, _call(P + "reload", _name(CTX), nv, _const(k), _name(n)))
+        nv = N.const(len(self.index))
+        reload = [N.assign(n, N.call(P + "reload", N.name(CTX), nv, N.const(k), N.name(n)))
                   for n, k in sorted(self.index.items()) if n in needed]
         keep = [] if exit_code == _END else [
-            ast.Expr(_call(P + "keep", _name(CTX), nv, _const(k), _name(n)))
+            ast.Expr(N.call(P + "keep", N.name(CTX), nv, N.const(k), N.name(n)))
             for n, k in sorted(self.index.items()) if n in stores]
         if exit_code != _ON:
             finish = f"{P}save_thread({CTX}, {exit_code})"
@@ -714,7 +715,7 @@ def _flushed(stmts: list[ast.stmt]) -> list[ast.stmt]:
         out.append(stmt)
         if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) \
                 and isinstance(stmt.value.func, ast.Name) and stmt.value.func.id == P + "count":
-            out.append(_assign(stmt.value.args[3].id, _const(0)))
+            out.append(N.assign(stmt.value.args[3].id, N.const(0)))
     return out
 
 
@@ -733,7 +734,7 @@ def _returns_leave(stmts: list[ast.stmt]) -> list[ast.stmt]:
     out: list[ast.stmt] = []
     for stmt in stmts:
         if isinstance(stmt, ast.Return):
-            out += [_assign(P + "ret", _const(True)), ast.Break()]
+            out += [N.assign(P + "ret", N.const(True)), ast.Break()]
             continue
         for attr in ("body", "orelse", "finalbody"):
             if isinstance(getattr(stmt, attr, None), list):
@@ -742,7 +743,7 @@ def _returns_leave(stmts: list[ast.stmt]) -> list[ast.stmt]:
             handler.body = _returns_leave(handler.body)
         out.append(stmt)
         if isinstance(stmt, (ast.For, ast.While)) and _left_by_return(stmt):
-            out.append(ast.If(test=_name(P + "ret"), body=[ast.Break()], orelse=[]))
+            out.append(ast.If(test=N.name(P + "ret"), body=[ast.Break()], orelse=[]))
     return out
 
 

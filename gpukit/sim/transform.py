@@ -34,6 +34,7 @@ import numpy as np
 from ..errors import UnsupportedKernelError, typing_error_as
 from . import eager, extensions, names, vectors
 from . import layout as L
+from . import nodes as N
 from .device_array import array_layout
 from .overloads import cuda_code_in_overload
 from .source import FunctionSource, Site, Sites, read_function
@@ -48,30 +49,10 @@ _ARRAY_ATTRS = {"shape", "size", "ndim", "dtype", "strides", "T", "flat", "real"
                 "itemsize", "nbytes", "x", "y", "z"}
 
 
-def _name(id_: str) -> ast.Name:
-    return ast.Name(id=id_, ctx=ast.Load())
-
-
-def _store(id_: str) -> ast.Name:
-    return ast.Name(id=id_, ctx=ast.Store())
-
-
-def _call(func: str, *args: ast.expr, keywords: list | None = None) -> ast.Call:
-    return ast.Call(func=_name(func), args=list(args), keywords=keywords or [])
-
-
-def _const(value: Any) -> ast.Constant:
-    return ast.Constant(value=value)
-
-
-def _assign(target: str, value: ast.expr) -> ast.Assign:
-    return ast.Assign(targets=[_store(target)], value=value)
-
-
 def _and(*values: ast.expr) -> ast.expr:
     values = [v for v in values if not (isinstance(v, ast.Constant) and v.value is True)]
     if not values:
-        return _const(True)
+        return N.const(True)
     if len(values) == 1:
         return values[0]
     return ast.BoolOp(op=ast.And(), values=list(values))
@@ -362,10 +343,10 @@ class UnitRewriter:
         """A namespace entry holding `obj` (Numba freezes globals at compile time)."""
         for key, value in self.namespace.items():
             if value is obj and key.startswith(P):
-                return _name(key)
+                return N.name(key)
         key = self.build.fresh(hint)
         self.namespace[key] = obj
-        return _name(key)
+        return N.name(key)
 
     # -- errors and sites --------------------------------------------------------------------
     def _unsupported(self, node: ast.AST, what: str) -> UnsupportedKernelError:
@@ -408,7 +389,7 @@ class UnitRewriter:
         used = sorted({sub.id for sub in ast.walk(node)
                        if isinstance(sub, ast.Name) and sub.id in self.tracked
                        and isinstance(sub.ctx, ast.Load)})
-        return _and(*[_name(self.dname(n)) for n in used])
+        return _and(*[N.name(self.dname(n)) for n in used])
 
     def has_loads(self, node: ast.AST) -> bool:
         for sub in ast.walk(node):
@@ -426,10 +407,10 @@ class UnitRewriter:
             return value
         site = self.site(site_node or node, "expr")
         if self.has_loads(node):
-            return _call(P + "use", _name(CTX), _call(P + "mark", _name(CTX)), value,
-                         self.var_defs(node), _const(what), _const(site))
-        return _call(P + "use_vars", _name(CTX), value, self.var_defs(node), _const(what),
-                     _const(site))
+            return N.call(P + "use", N.name(CTX), N.call(P + "mark", N.name(CTX)), value,
+                          self.var_defs(node), N.const(what), N.const(site))
+        return N.call(P + "use_vars", N.name(CTX), value, self.var_defs(node), N.const(what),
+                      N.const(site))
 
     # -- statements --------------------------------------------------------------------------
     def body(self, stmts: list[ast.stmt]) -> list[ast.stmt]:
@@ -444,8 +425,8 @@ class UnitRewriter:
             finally:
                 counts = self._counts.pop()
             # the statement's static accesses run once each time it runs: count them here
-            out += [ast.copy_location(ast.AugAssign(target=_store(name), op=ast.Add(),
-                                                    value=_const(1)), stmt) for name in counts]
+            out += [ast.copy_location(ast.AugAssign(target=N.store(name), op=ast.Add(),
+                                                    value=N.const(1)), stmt) for name in counts]
             out += pre + compiled
         return out
 
@@ -480,7 +461,7 @@ class UnitRewriter:
         tmp = self.build.fresh("t")
         out = self.assign(ast.Name(id=tmp, ctx=ast.Store()), node.value, plain_tmp=True)
         for target in node.targets:
-            out += self.assign(target, _name(tmp), value_is_tmp=True)
+            out += self.assign(target, N.name(tmp), value_is_tmp=True)
         return out
 
     def s_AnnAssign(self, node: ast.AnnAssign) -> list[ast.stmt]:
@@ -496,56 +477,56 @@ class UnitRewriter:
             label = self._array_label(value, target.id)
             if value_is_tmp:
                 new_value = value
-                defined: ast.expr = _name(self.dname(value.id)) if False else _const(True)
+                defined: ast.expr = N.name(self.dname(value.id)) if False else N.const(True)
             else:
                 new_value = self.expr_labelled(value, label)
                 defined = self.var_defs(value)
             out: list[ast.stmt] = []
             if tracked and not value_is_tmp and self.has_loads(value):
                 mark = self.build.fresh("m")
-                out.append(_assign(mark, _call(P + "mark", _name(CTX))))
-                out.append(ast.Assign(targets=[_store(name)], value=new_value))
-                out.append(_assign(self.dname(target.id),
-                                   _and(_call(P + "end", _name(CTX), _name(mark)), defined)))
+                out.append(N.assign(mark, N.call(P + "mark", N.name(CTX))))
+                out.append(ast.Assign(targets=[N.store(name)], value=new_value))
+                out.append(N.assign(self.dname(target.id),
+                                    _and(N.call(P + "end", N.name(CTX), N.name(mark)), defined)))
                 return out
-            out.append(ast.Assign(targets=[_store(name)], value=new_value))
+            out.append(ast.Assign(targets=[N.store(name)], value=new_value))
             if tracked:
-                out.append(_assign(self.dname(target.id), defined))
+                out.append(N.assign(self.dname(target.id), defined))
             return out
         if isinstance(target, ast.Subscript):  # the value first: its sites come first
             val = value if value_is_tmp else self.used(value, L.UNDEF_STORE, target)
             site = self.site(target, "write", label=_root_name(target))
-            return [ast.Expr(_call(P + "st", _name(CTX), self.expr(target.value),
-                                   self.index(target), val,
-                                   *self.access(site, target.value)))]
+            return [ast.Expr(N.call(P + "st", N.name(CTX), self.expr(target.value),
+                                    self.index(target), val,
+                                    *self.access(site, target.value)))]
         if isinstance(target, ast.Attribute):
             val = value if value_is_tmp else self.used(value, L.UNDEF_STORE, target)
             site = self.site(target, "write", label=_root_name(target))
-            return [ast.Expr(_call(P + "setattr", _name(CTX), self.expr(target.value),
-                                   _const(target.attr), val, _const(site)))]
+            return [ast.Expr(N.call(P + "setattr", N.name(CTX), self.expr(target.value),
+                                    N.const(target.attr), val, N.const(site)))]
         if isinstance(target, (ast.Tuple, ast.List)):
             tmp = self.build.fresh("t")
-            out = [ast.Assign(targets=[_store(tmp)],
+            out = [ast.Assign(targets=[N.store(tmp)],
                               value=value if value_is_tmp else self.expr(value))]
-            defined = _const(True) if value_is_tmp else self.var_defs(value)
+            defined = N.const(True) if value_is_tmp else self.var_defs(value)
             loads = not value_is_tmp and self.has_loads(value)
             if loads:
                 mark = self.build.fresh("m")
-                out.insert(0, _assign(mark, _call(P + "mark", _name(CTX))))
+                out.insert(0, N.assign(mark, N.call(P + "mark", N.name(CTX))))
                 dtmp = self.build.fresh("d")
-                out.append(_assign(dtmp, _and(_call(P + "end", _name(CTX), _name(mark)),
-                                              defined)))
-                defined = _name(dtmp)
+                out.append(N.assign(dtmp, _and(N.call(P + "end", N.name(CTX), N.name(mark)),
+                                               defined)))
+                defined = N.name(dtmp)
             for k, elt in enumerate(target.elts):
-                item = ast.Subscript(value=_name(tmp), slice=_const(k), ctx=ast.Load())
+                item = ast.Subscript(value=N.name(tmp), slice=N.const(k), ctx=ast.Load())
                 if isinstance(elt, ast.Name):
-                    out.append(ast.Assign(targets=[_store(self.local(elt.id))], value=item))
+                    out.append(ast.Assign(targets=[N.store(self.local(elt.id))], value=item))
                     if elt.id in self.tracked:
-                        out.append(_assign(self.dname(elt.id), defined))
+                        out.append(N.assign(self.dname(elt.id), defined))
                 else:
                     helper = self.build.fresh("t")
-                    out.append(_assign(helper, item))
-                    out += self.assign(elt, _name(helper), value_is_tmp=True)
+                    out.append(N.assign(helper, item))
+                    out += self.assign(elt, N.name(helper), value_is_tmp=True)
             return out
         if isinstance(target, ast.Starred):
             raise self._unsupported(target, "starred assignment")
@@ -579,31 +560,31 @@ class UnitRewriter:
             label = _root_name(target)
             read_site = self.site(target, "read", label=label)
             write_site = self.site(target, "write", label=label)
-            load = _call(P + "ld", _name(CTX), _name(arr), _name(idx),
-                         *self.access(read_site, target.value))
+            load = N.call(P + "ld", N.name(CTX), N.name(arr), N.name(idx),
+                          *self.access(read_site, target.value))
             rhs = self.used(node.value, L.UNDEF_STORE, target)
             new = self._binop(node.op, load, rhs, node)
-            out = [_assign(arr, self.expr(target.value)), _assign(idx, self.index(target))]
+            out = [N.assign(arr, self.expr(target.value)), N.assign(idx, self.index(target))]
             value: ast.expr = new
             if self.site_checks_undef:
                 mark = self.build.fresh("m")
-                out.append(_assign(mark, _call(P + "mark", _name(CTX))))
+                out.append(N.assign(mark, N.call(P + "mark", N.name(CTX))))
                 tmp = self.build.fresh("v")
-                out.append(_assign(tmp, new))
-                value = _call(P + "use", _name(CTX), _name(mark), _name(tmp), _const(True),
-                              _const(L.UNDEF_STORE), _const(write_site))
-            out.append(ast.Expr(_call(P + "st", _name(CTX), _name(arr), _name(idx), value,
-                                      *self.access(write_site, target.value))))
+                out.append(N.assign(tmp, new))
+                value = N.call(P + "use", N.name(CTX), N.name(mark), N.name(tmp), N.const(True),
+                               N.const(L.UNDEF_STORE), N.const(write_site))
+            out.append(ast.Expr(N.call(P + "st", N.name(CTX), N.name(arr), N.name(idx), value,
+                                       *self.access(write_site, target.value))))
             return out
         if isinstance(target, ast.Attribute):
             obj = self.build.fresh("o")
             site = self.site(target, "write", label=_root_name(target))
-            read = _call(P + "getattr", _name(CTX), _name(obj), _const(target.attr),
-                         _const(site))
+            read = N.call(P + "getattr", N.name(CTX), N.name(obj), N.const(target.attr),
+                          N.const(site))
             new = self._binop(node.op, read, self.used(node.value, L.UNDEF_STORE, target), node)
-            return [_assign(obj, self.expr(target.value)),
-                    ast.Expr(_call(P + "setattr", _name(CTX), _name(obj), _const(target.attr),
-                                   new, _const(site)))]
+            return [N.assign(obj, self.expr(target.value)),
+                    ast.Expr(N.call(P + "setattr", N.name(CTX), N.name(obj), N.const(target.attr),
+                                    new, N.const(site)))]
         raise self._unsupported(target, "this augmented assignment")
 
     site_checks_undef = True
@@ -611,14 +592,14 @@ class UnitRewriter:
     def _binop(self, op: ast.operator, left: ast.expr, right: ast.expr, node: ast.AST):
         shift = {ast.LShift: "shl", ast.RShift: "shr"}.get(type(op))
         if shift is not None:  # counts past the width as a GPU shifts them (sim.arith)
-            return _call(P + shift, left, right)
+            return N.call(P + shift, left, right)
         helper = {ast.FloorDiv: "floordiv", ast.Mod: "mod"}.get(type(op))
         if self.build.python_errors:  # numba-cuda's debug=True: Python's error model
             helper = {ast.Div: "py_truediv", ast.FloorDiv: "py_floordiv",
                       ast.Mod: "py_mod"}.get(type(op))
         if helper is None:
             return ast.BinOp(left=left, op=op, right=right)
-        return _call(P + helper, _name(CTX), left, right, _const(self.site(node, "expr")))
+        return N.call(P + helper, N.name(CTX), left, right, N.const(self.site(node, "expr")))
 
     def index(self, node: ast.Subscript) -> ast.expr:
         return self.used(_index_expr(node), L.UNDEF_INDEX, node)
@@ -628,7 +609,7 @@ class UnitRewriter:
         transform knows the slot) and the increment of the site's counter."""
         hint = self._hint(value)
         if hint < 0 or self.conditional or not self._counts:
-            return [_const(site), _name(P + "NODESC"), _const(0)]
+            return [N.const(site), N.name(P + "NODESC"), N.const(0)]
         self.build.site_slots[site] = hint
         owner = self.frame_owner or self
         space = {"param": L.SPACE_GLOBAL, "local": L.SPACE_LOCAL}.get(
@@ -636,28 +617,28 @@ class UnitRewriter:
         counter = f"{P}n{site}"
         owner.counters.append((site, space, counter))
         self._counts[-1].append(counter)
-        desc = ast.Subscript(value=_name(P + "D"), slice=_const(hint), ctx=ast.Load())
-        return [_const(site), desc, _const(0)]
+        desc = ast.Subscript(value=N.name(P + "D"), slice=N.const(hint), ctx=ast.Load())
+        return [N.const(site), desc, N.const(0)]
 
     conditional = 0  # > 0 while rewriting code that may run other than once per statement
 
     def prologue(self) -> list[ast.stmt]:
         """Start-of-function state: defined-flags, site counters, the watchdog's tick."""
-        out = [_assign(self.dname(n), _const(True)) for n in self.tracked]
-        out += [_assign(counter, _const(0)) for _, _, counter in self.counters]
-        out.append(_assign(P + "ticks", _const(0)))
+        out = [N.assign(self.dname(n), N.const(True)) for n in self.tracked]
+        out += [N.assign(counter, N.const(0)) for _, _, counter in self.counters]
+        out.append(N.assign(P + "ticks", N.const(0)))
         return out
 
     def flush(self) -> list[ast.stmt]:
         """Add the site counters to the launch's before leaving the function."""
-        return [ast.Expr(_call(P + "count", _name(CTX), _const(site), _const(space),
-                               _name(counter))) for site, space, counter in self.counters]
+        return [ast.Expr(N.call(P + "count", N.name(CTX), N.const(site), N.const(space),
+                                N.name(counter))) for site, space, counter in self.counters]
 
     def returned_counters(self) -> list[ast.stmt]:
         """Leave the function returning the site counters (a kernel the driver runs thread
         after thread sums them in registers instead of adding them to memory per thread)."""
         return [ast.Return(value=ast.Tuple(
-            elts=[_name(counter) for _, _, counter in self.counters], ctx=ast.Load()))]
+            elts=[N.name(counter) for _, _, counter in self.counters], ctx=ast.Load()))]
 
     def _hint(self, value: ast.expr) -> int:
         if isinstance(value, ast.Name):
@@ -677,8 +658,8 @@ class UnitRewriter:
 
     def _tick(self, node: ast.stmt, text: str) -> ast.stmt:
         site = self.site(node, "loop", text=text)
-        return _assign(P + "ticks", _call(P + "tick", _name(CTX), _name(P + "ticks"),
-                                          _const(site)))
+        return N.assign(P + "ticks", N.call(P + "tick", N.name(CTX), N.name(P + "ticks"),
+                                            N.const(site)))
 
     def _loop_body(self, tick: ast.stmt, body: list[ast.stmt]) -> list[ast.stmt]:
         """`body`, rewritten as the body of a loop that polls at every trip with `tick`."""
@@ -693,8 +674,8 @@ class UnitRewriter:
         stop there is reported at the loop around it that polls at every trip, if any (the
         loop that never ends), else at this one."""
         site = self._polling_loops[-1] if self._polling_loops else tick.value.args[2]
-        return _assign(P + "ticks", _call(P + "tick_ahead", _name(CTX), _name(P + "ticks"),
-                                          _const(count), site))
+        return N.assign(P + "ticks", N.call(P + "tick_ahead", N.name(CTX),
+                                            N.name(P + "ticks"), N.const(count), site))
 
     def compile_time_value(self, node: ast.expr, seen: frozenset = frozenset()) -> Any:
         """The value of `node` when the kernel is compiled (a literal, a frozen global or
@@ -742,7 +723,7 @@ class UnitRewriter:
                     test, L.UNDEF_BRANCH, node.test)), body=[ast.Break()], orelse=[])
             finally:
                 self.conditional -= 1
-            return [ast.While(test=_const(True), orelse=[],
+            return [ast.While(test=N.const(True), orelse=[],
                               body=[tick, *pre, check, *self._loop_body(tick, node.body)])]
         self.conditional += 1  # the test runs once per iteration, and once more
         try:
@@ -762,9 +743,9 @@ class UnitRewriter:
             args = [self.used(a, L.UNDEF_BRANCH, it) for a in it.args]
             if len(args) == 3 and not (isinstance(it.args[2], ast.Constant)
                                        and it.args[2].value != 0):
-                args[2] = _call(P + "check_step", _name(CTX), args[2],
-                                _const(self.site(it, "loop")))
-            new_iter = ast.Call(func=_name("range"), args=args, keywords=[])
+                args[2] = N.call(P + "check_step", N.name(CTX), args[2],
+                                 N.const(self.site(it, "loop")))
+            new_iter = ast.Call(func=N.name("range"), args=args, keywords=[])
             target_defs = self._target_defs(node.target)
             count = self._short_range(it.args)
             body = self.body(node.body) if count is not None else \
@@ -780,7 +761,7 @@ class UnitRewriter:
         unroll = (names.numba_equivalent(func.obj) or func.obj) if func is not None else None
         if unroll is numba.literal_unroll and len(it.args) == 1 and not it.keywords:
             # Numba compiles the body once per item type: the loop stays as written
-            new_iter = _call(self.constant(unroll, "literal_unroll").id, self.expr(it.args[0]))
+            new_iter = N.call(self.constant(unroll, "literal_unroll").id, self.expr(it.args[0]))
             return [ast.For(target=self._target(node.target), iter=new_iter, orelse=[],
                             body=[tick, *self._target_defs(node.target),
                                   *self._loop_body(tick, node.body)])]
@@ -788,11 +769,11 @@ class UnitRewriter:
         seq = self.build.fresh("s")
         k = self.build.fresh("k")
         site = self.site(node.iter, "read", label=_root_name(node.iter))
-        item = _call(P + "ld", _name(CTX), _name(seq), _name(k), _const(site),
-                     _name(P + "NODESC"), _const(0))
+        item = N.call(P + "ld", N.name(CTX), N.name(seq), N.name(k), N.const(site),
+                      N.name(P + "NODESC"), N.const(0))
         body = self._bind_target(node.target, item)
-        return [_assign(seq, self.expr(node.iter)),
-                ast.For(target=_store(k), iter=_call("range", _call(P + "len", _name(seq))),
+        return [N.assign(seq, self.expr(node.iter)),
+                ast.For(target=N.store(k), iter=N.call("range", N.call(P + "len", N.name(seq))),
                         body=[tick, *body, *self._loop_body(tick, node.body)], orelse=[])]
 
     def _indexed_loop(self, node: ast.For, tick: ast.stmt) -> list[ast.stmt]:
@@ -800,7 +781,7 @@ class UnitRewriter:
         out: list[ast.stmt] = []
         length, value = self._indexed_items(node.iter, k, out)
         body = self._bind_target(node.target, value)
-        out.append(ast.For(target=_store(k), iter=_call("range", length),
+        out.append(ast.For(target=N.store(k), iter=N.call("range", length),
                            body=[tick, *body, *self._loop_body(tick, node.body)], orelse=[]))
         return out
 
@@ -813,7 +794,7 @@ class UnitRewriter:
         kind = func.obj if func is not None and not it.keywords else None
         if kind is enumerate and len(it.args) in (1, 2):
             length, item = self._indexed_items(it.args[0], k, out)
-            index: ast.expr = _name(k)
+            index: ast.expr = N.name(k)
             if len(it.args) == 2:
                 index = ast.BinOp(left=index, op=ast.Add(), right=self.expr(it.args[1]))
             return length, ast.Tuple(elts=[index, item], ctx=ast.Load())
@@ -821,23 +802,23 @@ class UnitRewriter:
             parts = [self._indexed_items(a, k, out) for a in it.args]
             length = parts[0][0]
             for other, _ in parts[1:]:
-                length = _call("min", length, other)
+                length = N.call("min", length, other)
             return length, ast.Tuple(elts=[item for _, item in parts], ctx=ast.Load())
         name = self.build.fresh("s")
-        out.append(_assign(name, self.expr(it)))
+        out.append(N.assign(name, self.expr(it)))
         site = self.site(it, "read", label=_root_name(it))
-        return (_call(P + "len", _name(name)),
-                _call(P + "ld", _name(CTX), _name(name), _name(k), _const(site),
-                      _name(P + "NODESC"), _const(0)))
+        return (N.call(P + "len", N.name(name)),
+                N.call(P + "ld", N.name(CTX), N.name(name), N.name(k), N.const(site),
+                       N.name(P + "NODESC"), N.const(0)))
 
     def _bind_target(self, target: ast.expr, value: ast.expr) -> list[ast.stmt]:
         """Assign an already rewritten value (loads marked) to a loop target."""
         tmp = self.build.fresh("v")
         mark = self.build.fresh("m")
         dflag = self.build.fresh("d")
-        out: list[ast.stmt] = [_assign(mark, _call(P + "mark", _name(CTX))),
-                               _assign(tmp, value),
-                               _assign(dflag, _call(P + "end", _name(CTX), _name(mark)))]
+        out: list[ast.stmt] = [N.assign(mark, N.call(P + "mark", N.name(CTX))),
+                               N.assign(tmp, value),
+                               N.assign(dflag, N.call(P + "end", N.name(CTX), N.name(mark)))]
         self._pending_def = dflag
         try:
             out += self._assign_done(target, tmp, dflag)
@@ -849,29 +830,29 @@ class UnitRewriter:
 
     def _assign_done(self, target: ast.expr, tmp: str, dflag: str) -> list[ast.stmt]:
         if isinstance(target, ast.Name):
-            out: list[ast.stmt] = [_assign(self.local(target.id), _name(tmp))]
+            out: list[ast.stmt] = [N.assign(self.local(target.id), N.name(tmp))]
             if target.id in self.tracked:
-                out.append(_assign(self.dname(target.id), _name(dflag)))
+                out.append(N.assign(self.dname(target.id), N.name(dflag)))
             return out
         if isinstance(target, (ast.Tuple, ast.List)):
             out = []
             for k, elt in enumerate(target.elts):
                 sub = self.build.fresh("v")
-                out.append(_assign(sub, ast.Subscript(value=_name(tmp), slice=_const(k),
-                                                      ctx=ast.Load())))
+                out.append(N.assign(sub, ast.Subscript(value=N.name(tmp), slice=N.const(k),
+                                                       ctx=ast.Load())))
                 out += self._assign_done(elt, sub, dflag)
             return out
-        return self.assign(target, _name(tmp), value_is_tmp=True)
+        return self.assign(target, N.name(tmp), value_is_tmp=True)
 
     def _target(self, target: ast.expr) -> ast.expr:
         if isinstance(target, ast.Name):
-            return _store(self.local(target.id))
+            return N.store(self.local(target.id))
         if isinstance(target, (ast.Tuple, ast.List)):
             return ast.Tuple(elts=[self._target(e) for e in target.elts], ctx=ast.Store())
         raise self._unsupported(target, "this loop target")
 
     def _target_defs(self, target: ast.expr) -> list[ast.stmt]:
-        return [_assign(self.dname(n.id), _const(True)) for n in ast.walk(target)
+        return [N.assign(self.dname(n.id), N.const(True)) for n in ast.walk(target)
                 if isinstance(n, ast.Name) and n.id in self.tracked]
 
     def s_Return(self, node: ast.Return) -> list[ast.stmt]:
@@ -882,7 +863,7 @@ class UnitRewriter:
                                               "return None)")
             out = [_FLUSH_MARK(), ast.Return(value=None)]
             if self.generator:
-                out.insert(0, ast.Expr(_call(P + "returned", _name(CTX))))
+                out.insert(0, ast.Expr(N.call(P + "returned", N.name(CTX))))
             return out
         out: list[ast.stmt] = []
         value = self.used(node.value, L.UNDEF_RETURN) if node.value is not None else None
@@ -890,15 +871,15 @@ class UnitRewriter:
             done, result = self.inline_exit
             if value is not None:
                 self.returns_value = True
-                out.append(_assign(result, value))
-            return out + [_assign(done, _const(True)), ast.Break()]
+                out.append(N.assign(result, value))
+            return out + [N.assign(done, N.const(True)), ast.Break()]
         if self.frame_var:
             rv = self.build.fresh("rv")
             if value is not None:
-                out.append(_assign(rv, value))
+                out.append(N.assign(rv, value))
             out.append(_FLUSH_MARK())
-            out.append(ast.Expr(_call(P + "pop_frame", _name(CTX), _name(self.frame_var))))
-            out.append(ast.Return(value=_name(rv) if value is not None else None))
+            out.append(ast.Expr(N.call(P + "pop_frame", N.name(CTX), N.name(self.frame_var))))
+            out.append(ast.Return(value=N.name(rv) if value is not None else None))
             return out
         return [ast.Return(value=value)]
 
@@ -906,14 +887,14 @@ class UnitRewriter:
 
     def s_Assert(self, node: ast.Assert) -> list[ast.stmt]:
         site = self.site(node, "expr")
-        return [ast.Expr(_call(P + "assert_", _name(CTX), self.expr(node.test),
-                               _const(site)))]
+        return [ast.Expr(N.call(P + "assert_", N.name(CTX), self.expr(node.test),
+                                N.const(site)))]
 
     def s_Raise(self, node: ast.Raise) -> list[ast.stmt]:
         site = self.build.sites.add(Site(node.lineno, self.src.segment(node), self.src.filename,
                                          self.func.__name__, "expr",
                                          raises=self._raised(node.exc)))
-        return [ast.Expr(_call(P + "raise_", _name(CTX), _const(site)))]
+        return [ast.Expr(N.call(P + "raise_", N.name(CTX), N.const(site)))]
 
     def _raised(self, exc: ast.expr | None) -> tuple | None:
         """(class, arguments) of `raise E` or `raise E(constants...)`, as numba-cuda raises it
@@ -1060,36 +1041,36 @@ class UnitRewriter:
         operands = []
         for a in args:
             tmp = self.build.fresh("x")
-            pre.append(_assign(tmp, a))
-            operands.append(_name(tmp))
-        mask: ast.expr = _const(0xFFFFFFFF)
-        value: ast.expr = _const(0)
-        arg: ast.expr = _const(0)
+            pre.append(N.assign(tmp, a))
+            operands.append(N.name(tmp))
+        mask: ast.expr = N.const(0xFFFFFFFF)
+        value: ast.expr = N.const(0)
+        arg: ast.expr = N.const(0)
         n = spec.name
         if n in ("syncthreads_count", "syncthreads_and", "syncthreads_or"):
             value = operands[0]
         elif n == "syncwarp":
-            mask = operands[0] if operands else _const(0xFFFFFFFF)
+            mask = operands[0] if operands else N.const(0xFFFFFFFF)
         elif n.startswith("shfl"):
             mask, value, arg = operands[0], operands[1], operands[2]
         elif n in ("all_sync", "any_sync", "eq_sync", "ballot_sync", "match_any_sync",
                    "match_all_sync"):
             mask, value = operands[0], operands[1]
-        pre.append(ast.Expr(_call(P + "put", _name(CTX), _const(kind), _const(site), mask,
-                                  value, arg)))
-        pre.append(ast.Expr(ast.Yield(value=_const(site))))
+        pre.append(ast.Expr(N.call(P + "put", N.name(CTX), N.const(kind), N.const(site), mask,
+                                   value, arg)))
+        pre.append(ast.Expr(ast.Yield(value=N.const(site))))
         out = self.build.fresh("r")
         if result is None:
-            return pre, _const(None)
+            return pre, N.const(None)
         if result == "value":
-            pre.append(_assign(out, _call(P + "value", _name(CTX), value)))
+            pre.append(N.assign(out, N.call(P + "value", N.name(CTX), value)))
         elif result == "pair":
-            pre.append(_assign(out, ast.Tuple(elts=[_call(P + "result_i32", _name(CTX)),
-                                                    _call(P + "result2_bool", _name(CTX))],
-                                              ctx=ast.Load())))
+            pre.append(N.assign(out, ast.Tuple(elts=[N.call(P + "result_i32", N.name(CTX)),
+                                                     N.call(P + "result2_bool", N.name(CTX))],
+                                               ctx=ast.Load())))
         else:
-            pre.append(_assign(out, _call(P + "result_" + result, _name(CTX))))
-        return pre, _name(out)
+            pre.append(N.assign(out, N.call(P + "result_" + result, N.name(CTX))))
+        return pre, N.name(out)
 
 
 class _Hoister(ast.NodeTransformer):
@@ -1176,26 +1157,26 @@ class _ExprRewriter(ast.NodeTransformer):
                 raise self.rw._unsupported(node, f"cuda.{spec.name}.{attr}")
             helper = {"threadIdx": "tid", "blockIdx": "bid", "blockDim": "bdim",
                       "gridDim": "gdim"}[spec.name]
-            return _call(f"{P}{helper}_{attr}", _name(CTX))
+            return N.call(f"{P}{helper}_{attr}", N.name(CTX))
         spec = names.intrinsic(obj)
         if spec is not None:
             if spec.category == "coord":
-                return _call(P + spec.helper, _name(CTX))
+                return N.call(P + spec.helper, N.name(CTX))
             if spec.category == "value":
-                return _call(P + spec.helper, _name(CTX))
+                return N.call(P + spec.helper, N.name(CTX))
             raise self.rw._unsupported(node, f"using cuda.{spec.name} as a value")
         py_func = names.device_function(obj)
         if py_func is not None:
             unit = self.rw.builder.unit(py_func)
             self.rw.namespace[unit.name] = unit
-            return _name(unit.name)
+            return N.name(unit.name)
         vtype = vectors.vector_type(obj)
         if vtype is not None:
             return self.rw.constant(vectors.builder(vtype), vtype.name)
         if names.is_device_array(obj):  # by pointer, as numba-cuda captures it
             offset, template, layout = self.rw.build.capture(obj, static.path)
-            return _call(P + "array_at", _call(P + "captured_at", _name(CTX), _const(offset)),
-                         self.rw.constant(template, "captured"), _const(layout))
+            return N.call(P + "array_at", N.call(P + "captured_at", N.name(CTX), N.const(offset)),
+                          self.rw.constant(template, "captured"), N.const(layout))
         obj = names.numba_equivalent(obj) or extensions.cpu_intrinsic(obj) or obj
         module = getattr(obj, "__module__", None) or ""
         if callable(obj) and module.startswith("numba.cuda") and \
@@ -1218,7 +1199,7 @@ class _ExprRewriter(ast.NodeTransformer):
         if isinstance(node.ctx, ast.Load) and node.attr not in _ARRAY_ATTRS \
                 and self._local_root(node.value):
             site = self.rw.site(node, "read", label=_root_name(node))
-            return _call(P + "getattr", _name(CTX), value, _const(node.attr), _const(site))
+            return N.call(P + "getattr", N.name(CTX), value, N.const(node.attr), N.const(site))
         node.value = value
         return node
 
@@ -1240,8 +1221,8 @@ class _ExprRewriter(ast.NodeTransformer):
             return self.generic_visit(node)
         site = self.rw.site(node, "read", label=_root_name(node))
         index = self.rw.used(_index_expr(node), L.UNDEF_INDEX, node)
-        return _call(P + "ld", _name(CTX), self.visit(node.value), index,
-                     *self.rw.access(site, node.value))
+        return N.call(P + "ld", N.name(CTX), self.visit(node.value), index,
+                      *self.rw.access(site, node.value))
 
     def visit_BinOp(self, node: ast.BinOp) -> ast.AST:
         left, right = self.visit(node.left), self.visit(node.right)
@@ -1250,7 +1231,7 @@ class _ExprRewriter(ast.NodeTransformer):
     def visit_UnaryOp(self, node: ast.UnaryOp) -> ast.AST:
         operand = self.visit(node.operand)
         if isinstance(node.op, ast.USub) and not isinstance(node.operand, ast.Constant):
-            return _call(P + "neg", operand)  # an int16 is negated as a GPU does (sim.arith)
+            return N.call(P + "neg", operand)  # an int16 is negated as a GPU does (sim.arith)
         node.operand = operand
         return node
 
@@ -1279,12 +1260,12 @@ class _ExprRewriter(ast.NodeTransformer):
         if spec is not None:
             cat = spec.category
             if cat == "call":
-                return _call(P + spec.helper, _name(CTX), *self._args(node))
+                return N.call(P + spec.helper, N.name(CTX), *self._args(node))
             if cat == "pure":
-                return _call(P + spec.helper, *self._args(node))
+                return N.call(P + spec.helper, *self._args(node))
             if cat == "fence":
                 rw.build.uses_fences = True
-                return _call(P + "fence", _name(CTX))
+                return N.call(P + "fence", N.name(CTX))
             if cat == "atomic":
                 return self._atomic(spec, node)
             if cat == "shared":
@@ -1297,14 +1278,14 @@ class _ExprRewriter(ast.NodeTransformer):
                 first = node.args[0] if node.args else None
                 site = rw.site(node, "expr", label=first.id if isinstance(first, ast.Name)
                                else None)
-                return ast.Call(func=_name(P + spec.helper),
-                                args=[_name(CTX), _const(site), *self._args(node)],
+                return ast.Call(func=N.name(P + spec.helper),
+                                args=[N.name(CTX), N.const(site), *self._args(node)],
                                 keywords=[ast.keyword(arg=k.arg, value=self.visit(k.value))
                                           for k in node.keywords])
             if cat == "sync":
                 raise rw._unsupported(node, f"cuda.{spec.name} in this position")
             if cat == "grid":  # the grid group: only its sync() means anything (a sync point)
-                return _const(0)
+                return N.const(0)
             raise rw._unsupported(node, f"calling cuda.{spec.name}")
         if names.is_declared_device(obj):
             raise rw._unsupported(node, f"calling {static.path}, which cuda.declare_device "
@@ -1332,22 +1313,22 @@ class _ExprRewriter(ast.NodeTransformer):
                 convert = rw.constant(eager.converter(obj, declared), "convert")
                 args = [ast.Starred(value=ast.Call(func=convert, args=args, keywords=[]),
                                     ctx=ast.Load())]
-            return _call(unit.name, _name(CTX), _name(P + "D"), *args)
+            return N.call(unit.name, N.name(CTX), N.name(P + "D"), *args)
         if obj is print:
             return self._print(node)
         if obj is divmod and len(node.args) == 2:
             a, b = self._args(node)
             helper = "py_divmod" if rw.build.python_errors else "divmod_"  # debug=True
-            return _call(P + helper, _name(CTX), a, b, _const(rw.site(node, "expr")))
+            return N.call(P + helper, N.name(CTX), a, b, N.const(rw.site(node, "expr")))
         if (obj is min or obj is max) and len(node.args) == 2 and not node.keywords \
                 and not any(isinstance(a, ast.Starred) for a in node.args):
-            return _call(P + obj.__name__ + "_", *self._args(node))  # libdevice's fmin/fmax
+            return N.call(P + obj.__name__ + "_", *self._args(node))  # libdevice's fmin/fmax
         if obj is round and len(node.args) == 2 and not node.keywords:
-            return _call(P + "round_to", *self._args(node))  # numba-cuda's rounding of floats
+            return N.call(P + "round_to", *self._args(node))  # numba-cuda's rounding of floats
         if obj is abs and len(node.args) == 1 and not node.keywords:
-            return _call(P + "abs_", *self._args(node))  # an int16 as a GPU does (sim.arith)
+            return N.call(P + "abs_", *self._args(node))  # an int16 as a GPU does (sim.arith)
         if obj is round and len(node.args) == 1 and not node.keywords:
-            return _call(P + "round_int", *self._args(node))  # converted as a GPU converts
+            return N.call(P + "round_int", *self._args(node))  # converted as a GPU converts
         func = self._static(static, node.func) if not isinstance(node.func, ast.Name) \
             else self.visit_Name(node.func)
         return ast.Call(func=func, args=self._args(node),
@@ -1364,9 +1345,9 @@ class _ExprRewriter(ast.NodeTransformer):
         args = [self.visit(target)] + [rw.used(a, L.UNDEF_STORE, node) for a in node.args[1:]]
         name = spec.name
         if name == "compare_and_swap":
-            return _call(P + "atomic_cas", _name(CTX), args[0], _const(0), args[1], args[2],
-                         *tail)
-        return _call(P + "atomic_" + name, _name(CTX), *args, *tail)
+            return N.call(P + "atomic_cas", N.name(CTX), args[0], N.const(0), args[1], args[2],
+                          *tail)
+        return N.call(P + "atomic_" + name, N.name(CTX), *args, *tail)
 
     def _static_value(self, node: ast.expr, what: str) -> Any:
         """Evaluate a shape or dtype argument at compile time (numba-cuda needs constants)."""
@@ -1441,9 +1422,9 @@ class _ExprRewriter(ast.NodeTransformer):
                     break
             else:
                 rw.build.slot(SlotSpec("dynamic_shared", label, dtype=np_dtype))
-            return _call(P + "dynamic_shared_array", _name(CTX),
-                         _call(P + "shared_static_bytes", _name(CTX)), dt,
-                         _const(np_dtype.itemsize))
+            return N.call(P + "dynamic_shared_array", N.name(CTX),
+                          N.call(P + "shared_static_bytes", N.name(CTX)), dt,
+                          N.const(np_dtype.itemsize))
         nbytes = int(np.prod(shape)) * np_dtype.itemsize
         offset = -(-rw.build.static_shared_bytes // align) * align
         rw.build.static_shared_bytes = offset + nbytes
@@ -1452,7 +1433,7 @@ class _ExprRewriter(ast.NodeTransformer):
                                       dtype=np_dtype, nbytes=nbytes, lineno=node.lineno))
         if rw._label:
             rw.hints[rw._label] = slot if rw._label in rw._assigned_once else -1
-        return _call(P + "shared_array", _name(CTX), _const(offset), dt, _const(shape))
+        return N.call(P + "shared_array", N.name(CTX), N.const(offset), dt, N.const(shape))
 
     def _local(self, node: ast.Call) -> ast.expr:
         rw = self.rw
@@ -1466,8 +1447,8 @@ class _ExprRewriter(ast.NodeTransformer):
             rw.build.local_decls.append(SlotSpec("local", rw._label or "local", offset=offset,
                                                  shape=shape, dtype=np_dtype, nbytes=nbytes,
                                                  lineno=node.lineno))
-        return _call(P + "local_array", _name(CTX), frame, _const(offset), _const(nbytes),
-                     rw.constant(dtype, "dt"), _const(shape))
+        return N.call(P + "local_array", N.name(CTX), frame, N.const(offset), N.const(nbytes),
+                      rw.constant(dtype, "dt"), N.const(shape))
 
     def _const_array(self, node: ast.Call) -> ast.expr:
         if len(node.args) != 1:
@@ -1495,9 +1476,9 @@ class _ExprRewriter(ast.NodeTransformer):
             if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
                 rw.build.print_strings[(site, k)] = arg.value
                 continue
-            calls.append(_call(P + "print_value", _name(CTX), _const(site), _const(k),
-                               rw.used(arg, L.UNDEF_CALL, node)))
-        calls.append(_call(P + "print_end", _name(CTX), _const(site), _const(len(node.args))))
+            calls.append(N.call(P + "print_value", N.name(CTX), N.const(site), N.const(k),
+                                rw.used(arg, L.UNDEF_CALL, node)))
+        calls.append(N.call(P + "print_end", N.name(CTX), N.const(site), N.const(len(node.args))))
         return ast.Tuple(elts=calls, ctx=ast.Load())
 
 
@@ -1510,13 +1491,13 @@ class _ConstFolder(ast.NodeTransformer):
     def visit_Name(self, node: ast.Name) -> ast.AST:
         static = self.rw.resolve(node)
         if static is not None and isinstance(static.obj, (int, float, np.integer)):
-            return ast.copy_location(_const(int(static.obj)), node)
+            return ast.copy_location(N.const(int(static.obj)), node)
         return node
 
     def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
         static = self.rw.resolve(node)
         if static is not None and isinstance(static.obj, (int, float, np.integer)):
-            return ast.copy_location(_const(int(static.obj)), node)
+            return ast.copy_location(N.const(int(static.obj)), node)
         return node
 
 
@@ -1547,7 +1528,7 @@ def _np_dtype(dtype: Any) -> np.dtype:
 def _FLUSH_MARK() -> ast.stmt:
     """A placeholder the compiler replaces with the function's counter flush (the counters are
     known only once the whole function is rewritten)."""
-    return ast.Expr(_call(P + "FLUSH"))
+    return ast.Expr(N.call(P + "FLUSH"))
 
 
 def replace_flush(stmts: list[ast.stmt], flush: list[ast.stmt]) -> list[ast.stmt]:
@@ -1577,7 +1558,7 @@ def _slice_expr(node: ast.expr) -> ast.expr:
     """An index as an ordinary expression (slices become slice(...) calls)."""
     if isinstance(node, ast.Slice):
         parts = [node.lower, node.upper, node.step]
-        return _call("slice", *[p if p is not None else _const(None) for p in parts])
+        return N.call("slice", *[p if p is not None else N.const(None) for p in parts])
     if isinstance(node, ast.Tuple):
         return ast.Tuple(elts=[_slice_expr(e) for e in node.elts], ctx=ast.Load())
     return node
@@ -1599,8 +1580,8 @@ def _index_expr(node: ast.Subscript) -> ast.expr:
         if negative is not None:
             shape = ast.Attribute(value=ast.Name(id=node.value.id, ctx=ast.Load()), attr="shape",
                                   ctx=ast.Load())
-            e = ast.BinOp(left=ast.Subscript(value=shape, slice=_const(axis), ctx=ast.Load()),
-                          op=ast.Add(), right=_const(negative))
+            e = ast.BinOp(left=ast.Subscript(value=shape, slice=N.const(axis), ctx=ast.Load()),
+                          op=ast.Add(), right=N.const(negative))
             ast.copy_location(e, node)
         wrapped.append(e)
     return ast.Tuple(elts=wrapped, ctx=ast.Load()) if isinstance(index, ast.Tuple) \
