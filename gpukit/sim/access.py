@@ -180,13 +180,15 @@ def desc(c, k):
     s = L.HEADER + k * L.SLOT_FIELDS
     flags = c[L.CHECKS] | (TRACE_FLAG if c[L.TRACE_CAP] else 0)
     base, init_kind, wrec = c[s + L.S_BASE], c[s + L.S_INIT_KIND], c[s + L.S_WREC]
+    shift = c[s + L.S_SHIFT]
     if base >= 0 and not flags & TRACE_FLAG and (wrec == 0 or not flags & L.CHECK_RACES):
         if init_kind == L.INIT_NONE:
             flags |= QUIET_FLAG
-        elif init_kind == L.INIT_BYTE and c[s + L.S_WRITABLE] and c[s + L.S_SHIFT] >= 0 \
-                and base & ((1 << c[s + L.S_SHIFT]) - 1) == 0:  # items of 2**shift bytes from
-            flags |= MARK_FLAG  # an aligned base: (addr >> shift) - (base >> shift) indexes them
-    return (base, c[s + L.S_SHIFT], init_kind, c[s + L.S_INIT], wrec, c[s + L.S_RREC],
+        # items of 2**shift bytes from an aligned base: (addr >> shift) - (base >> shift) indexes them
+        elif init_kind == L.INIT_BYTE and c[s + L.S_WRITABLE] and shift >= 0 \
+                and base & ((1 << shift) - 1) == 0:
+            flags |= MARK_FLAG
+    return (base, shift, init_kind, c[s + L.S_INIT], wrec, c[s + L.S_RREC],
             c[s + L.S_SPACE], c[s + L.S_WRITABLE], flags, np.int64(k))
 
 

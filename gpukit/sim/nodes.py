@@ -1,5 +1,5 @@
-"""The few AST nodes the simulator's rewrites build (`transform`, `regions`, `intervals`,
-`hoist`): names, calls of the runtime's functions, constants and assignments, each made as
+"""The few AST nodes the simulator's rewrites build (`transform`, `compiler`, `regions`,
+`intervals`, `hoist`): names, calls of the runtime's functions, constants and assignments, each made as
 Python's own parser would make it."""
 
 from __future__ import annotations
