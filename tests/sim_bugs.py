@@ -392,6 +392,27 @@ bug(name="uninit_shared_partly_written", kernel=read_half_written_shared, grid=1
             r"stores the value: shared memory starts uninitialised in every block")
 
 
+def carry_unwritten_across_a_barrier(out):
+    s = cuda.shared.array(8, float32)
+    t = cuda.threadIdx.x
+    if t < 4:
+        s[t] = t
+    cuda.syncthreads()
+    v = s[t]  # threads 4..7 read elements no thread wrote
+    cuda.syncthreads()
+    out[t] = v  # bug
+
+
+# the value is used after a barrier, by which time thread 7 has made the latest unwritten read:
+# the error names the storing thread, and that read only as the latest example
+bug(name="uninit_value_kept_across_a_barrier", kernel=carry_unwritten_across_a_barrier, grid=1,
+    block=8, args=lambda be: (_zeros(be, 8),), error=UninitializedMemoryError,
+    thread=(4, 0, 0), block_idx=(0, 0, 0), check="uninitialized", silent_when_off=True,
+    message=r"line \d+ \('out\[t\]'\) stores a value this thread read from memory that was "
+            r"never written \(as 's\[t\]' read s\[7\] in thread \(7, 0, 0\), the latest such "
+            r"read\): shared memory starts uninitialised in every block")
+
+
 def read_never_written_shared(out):
     s = cuda.shared.array(8, int32)
     out[cuda.threadIdx.x] = s[cuda.threadIdx.x]  # bug

@@ -23,6 +23,7 @@ from numba.cuda.tests.cudapy.extensions_usecases import struct_model_type  # num
 
 from gpukit.backends.cpu import CPUBackend
 from gpukit.errors import (
+    GpukitWarning,
     KernelError,
     KernelTypingError,
     OutOfBoundsError,
@@ -292,6 +293,39 @@ def test_inner_functions_closures_and_is_none(be):
     assert out.tolist() == [3.0, -1.0, 6.0]
 
 
+@cuda.jit(device=True)
+def bin_of(x):
+    if x < 0.0:
+        return None  # out of range: the caller's index is an optional integer
+    return int(x)
+
+
+def optional_index(x, hist):
+    i = cuda.grid(1)
+    cuda.atomic.add(hist, bin_of(x[i]), 1)  # None would be Numba's TypeError
+
+
+def test_an_atomic_takes_an_optional_integer_index_as_numba_casts_it(be):
+    # numba-examples' GPU histogram: its bin function returns None out of range
+    (_, hist) = run(be, optional_index, 1, 4, np.array([0.5, 1.5, 1.2, 3.9]),
+                    np.zeros(4, np.int64))
+    assert hist.tolist() == [1, 2, 0, 1]
+    with pytest.raises(KernelError, match="expected int64, got None"):
+        run(be, optional_index, 1, 1, np.array([-1.0]), np.zeros(4, np.int64))
+
+
+def with_breakpoint(a):
+    breakpoint()  # noqa: T100 - numba-cuda's debugging example: cuda-gdb stops here
+    a[0] = 1
+
+
+def test_breakpoint_is_passed_over_with_a_warning_that_says_so(be):
+    with pytest.warns(GpukitWarning, match=r"breakpoint\(\) in kernel 'with_breakpoint' "
+                      r"\(.*test_sim_semantics.py, line \d+\) is passed over"):
+        (a,) = run(be, with_breakpoint, 1, 1, np.zeros(1, np.int64))
+    assert a.tolist() == [1]
+
+
 def rows_and_slices(m, out):
     i = cuda.grid(1)
     row = m[i]  # a view of one row
@@ -303,6 +337,61 @@ def test_views_slices_and_chained_indexing(be):
     m = np.arange(12.0).reshape(3, 4)
     (_, out) = run(be, rows_and_slices, 1, 3, m, np.zeros(3))
     assert out.tolist() == [r[0] + r[1] + r[2] + r[2] for r in m]
+
+
+def slice_stores(m, row, out, src):
+    i = cuda.grid(1)
+    tmp = cuda.local.array(4, numba.float32)
+    tmp[:] = 2.0  # a local scratch array zeroed (here: filled) in one statement
+    m[i] = row  # a row from a 1-d array
+    m[i, 1:3] = tmp[0] + i  # a scalar broadcast to a slice
+    out[i, :] = src[0]  # an array of one element broadcast to the row
+    out[i, 1:4] = src[i:i + 3]  # a slice from a slice
+
+
+def test_assigning_to_slices_and_rows_broadcasts_as_numpy_does(be):
+    row = np.array([9.0, 8.0, 7.0, 6.0])
+    src = np.arange(1.0, 7.0)
+    m, _, out, _ = run(be, slice_stores, 1, 3, np.zeros((3, 4)), row, np.zeros((3, 4)), src)
+    want_m, want_out = np.tile(row, (3, 1)), np.zeros((3, 4))
+    for i in range(3):
+        want_m[i, 1:3] = 2.0 + i
+        want_out[i, :] = src[0]
+        want_out[i, 1:4] = src[i:i + 3]
+    np.testing.assert_array_equal(m, want_m)
+    np.testing.assert_array_equal(out, want_out)
+
+
+def shift_right(a):
+    a[1:] = a[:-1]  # source and destination overlap: Numba reads all of it first
+
+
+def test_a_slice_assigned_from_an_overlapping_slice_reads_it_first(be):
+    (a,) = run(be, shift_right, 1, 1, np.arange(5.0))
+    assert a.tolist() == [0.0, 0.0, 1.0, 2.0, 3.0]
+
+
+def every_thread_fills(out):
+    out[:] = cuda.threadIdx.x
+
+
+def partial_fill_then_read(out):
+    tmp = cuda.local.array(4, numba.float64)
+    tmp[:2] = 1.0
+    out[0] = tmp[3]
+
+
+def wrong_size(out, src):
+    out[0:3] = src
+
+
+def test_slice_stores_are_checked_element_by_element(be):
+    with pytest.raises(RaceConditionError, match=r"data race on out\[0\]"):
+        run(be, every_thread_fills, 1, 2, np.zeros(3))
+    with pytest.raises(UninitializedMemoryError, match=r"reads tmp\[3\], which was never written"):
+        run(be, partial_fill_then_read, 1, 1, np.zeros(1))
+    with pytest.raises(KernelError, match="cannot assign slice from input of different size"):
+        run(be, wrong_size, 1, 1, np.zeros(4), np.zeros(2))
 
 
 # numba-cuda's cuda.reduce compiles the function it is given, often a lambda, as a device function

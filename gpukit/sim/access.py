@@ -333,6 +333,7 @@ def _undefined_read(c, site, slot, e):
     c[L.UNDEF_SITE] = site
     c[L.UNDEF_SLOT] = slot
     c[L.UNDEF_ELEM] = e
+    c[L.UNDEF_LT] = c[L.LT]
 
 
 @register_jitable
@@ -720,6 +721,13 @@ def _ol_st_inb(c, obj, idx, value, site, d, n):
     if _one_element(obj, idx):
         return _impl_for(obj.ndim, True, isinstance(idx, types.BaseTuple), _direct(obj),
                          bounds=False)
+    return None
+
+
+@overload(st_inb, jit_options={'forceinline': True, '_nrt': True}, cached=True)
+def _ol_st_inb_other(c, obj, idx, value, site, d, n):
+    if _one_element(obj, idx):
+        return None
     return lambda c, obj, idx, value, site, d, n: st(c, obj, idx, value, site, d, n)
 
 
@@ -749,14 +757,61 @@ def _ol_st(c, obj, idx, value, site, d, n):
         n = _full_index(idx)
         if n == obj.ndim:
             return _impl_for(n, True, isinstance(idx, types.BaseTuple), _direct(obj))
-        raise TypingError("gpukit: assigning to a slice of an array inside a kernel is not "
-                          "supported by numba-cuda either; assign element by element")
+        return None  # a slice or a partial index: the overload below
     field = _field(obj, idx)
     if field is not None:
         return _field_store(obj, field)
 
     def impl(c, obj, idx, value, site, d, n):
         obj[idx] = value
+    return impl
+
+
+# `out[:] = x`, `tmp[1:3] = 0.0`, `m[i] = row`: the view's elements one by one, each store
+# with every check. It makes a view, so it needs Numba's runtime.
+@overload(st, jit_options={'forceinline': True, '_nrt': True}, cached=True)
+def _ol_st_view(c, obj, idx, value, site, d, n):
+    if isinstance(obj, types.Array) and _full_index(idx) < obj.ndim:
+        return _view_store(obj, idx, value)
+    return None
+
+
+def _view_store(obj, idx, value):
+    """Assign `value` (a scalar, or an array numpy broadcasts to the view's shape) to the view
+    obj[idx]. An array's elements are read with every check, at the statement's site."""
+    from numba.core.typing.arraydecl import get_array_index_type
+
+    target = get_array_index_type(obj, idx).result
+    ndim = target.ndim if isinstance(target, types.Array) else 0
+    if not isinstance(value, types.Array):
+        def impl(c, obj, idx, value, site, d, n):
+            v = view(c, obj, idx, site)
+            for ix in np.ndindex(v.shape):
+                st(c, v, ix, value, site, d, n)
+        return impl
+    if value.ndim > ndim:
+        raise TypingError(f"cannot assign a {value.ndim}-d array to a {ndim}-d slice")
+    off = ndim - value.ndim  # numpy broadcasting: the value's axes line up with the last ones
+    key = ("view-store", value.ndim, off)
+    if key in _IMPLS:
+        return _IMPLS[key]
+    lines = ["def impl(c, obj, idx, value, site, d, n):",
+             "    v = view(c, obj, idx, site)"]
+    for k in range(value.ndim):
+        lines += [f"    if value.shape[{k}] != 1 and value.shape[{k}] != v.shape[{off + k}]:",
+                  "        raise ValueError('cannot assign slice from input of different size')"]
+    # read first, then write, as Numba does when the two overlap (`a[1:] = a[:-1]`)
+    src = ", ".join(f"0 if value.shape[{k}] == 1 else ix[{off + k}]" for k in range(value.ndim))
+    lines += ["    tmp = np.empty(v.shape, v.dtype)",
+              "    for ix in np.ndindex(v.shape):",
+              f"        tmp[ix] = ld(c, value, ({src},), site, NODESC, n)",
+              "    for ix in np.ndindex(v.shape):",
+              "        st(c, v, ix, tmp[ix], site, d, n)"]
+    namespace = {"__name__": __name__, "np": np, "view": view, "st": st, "ld": ld,
+                 "NODESC": NODESC}
+    exec(compile("\n".join(lines), "<gpukit view store>", "exec"), namespace)  # noqa: S102
+    _IMPLS[key] = impl = namespace["impl"]
+    engine_cache.enroll(impl, "-".join(str(k) for k in key))  # its source is the key's
     return impl
 
 

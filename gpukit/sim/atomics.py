@@ -15,7 +15,7 @@ from numba import types
 from . import engine_cache
 from . import layout as L
 from .access import bounds_fail, touch
-from .lowlevel import addr_of, overload
+from .lowlevel import addr_of, index_int, overload
 
 # new value of the element from `old` and `v` (and `cmp` for cas); `old` is returned
 _UPDATE = {
@@ -50,7 +50,7 @@ def _source(op: str, ndim: int, tuple_index: bool, is_float: bool) -> str:
              "    addr = addr_of(obj)"]
     for k in range(ndim):
         src = f"idx[{k}]" if tuple_index else "idx"
-        lines += [f"    i{k} = np.int64({src})",
+        lines += [f"    i{k} = index_int({src})",
                   f"    if i{k} < 0 or i{k} >= obj.shape[{k}]:",
                   "        if bc:",
                   f"            bounds_fail(c, site, {k}, i{k}, obj)",
@@ -84,8 +84,8 @@ def _impl(op: str, ary: types.Array, idx) -> object:
     if key not in _CACHE:
         from .sync import release
         namespace = {"__name__": __name__,  # (Numba's cache finds its globals again by it)
-                     "np": np, "addr_of": addr_of, "bounds_fail": bounds_fail, "touch": touch,
-                     "release": release, "DT": ary.dtype, "CHECKS": L.CHECKS,
+                     "np": np, "addr_of": addr_of, "index_int": index_int,
+                     "bounds_fail": bounds_fail, "touch": touch, "release": release, "DT": ary.dtype, "CHECKS": L.CHECKS,
                      "CHECK_BOUNDS": L.CHECK_BOUNDS, "KIND_ATOMIC": L.KIND_ATOMIC,
                      "ATOMIC_SEQ": L.ATOMIC_SEQ, "ACQUIRE_SEQ": L.ACQUIRE_SEQ,
                      "FENCE_STAMP": L.FENCE_STAMP}

@@ -381,7 +381,8 @@ def _run(kernel: SimKernel, memory: DeviceMemory, workspace: Workspace, values: 
             driver(c, *values)
     except Trap:
         error = "trap"
-    except (ZeroDivisionError, IndexError, ValueError, OverflowError, SystemError) as exc:
+    except (ZeroDivisionError, IndexError, ValueError, OverflowError, SystemError,
+            TypeError) as exc:  # (TypeError: Numba casting an optional that is None)
         error = exc
     finally:
         if watchdog_s:

@@ -113,6 +113,21 @@ store_i64 = _storer(64, types.int64)
 
 
 @intrinsic
+def index_int(typingctx, x):
+    """An index component as int64. An optional integer (a variable that is None on some other
+    path, or what a function that may return None gave) is cast as Numba casts it: None there
+    raises Numba's TypeError."""
+    inner = x.type if isinstance(x, types.Optional) else x
+    if not isinstance(inner, types.Integer):
+        return None
+
+    def codegen(context, builder, signature, args):
+        value = context.cast(builder, args[0], x, inner) if inner is not x else args[0]
+        return context.cast(builder, value, inner, types.int64)
+    return types.int64(x), codegen
+
+
+@intrinsic
 def poll(typingctx, addr):
     """A volatile int64 load (the watchdog's stop flag, written by another thread)."""
     def codegen(context, builder, signature, args):

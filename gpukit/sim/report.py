@@ -203,6 +203,13 @@ def kernel_error(ctx: ErrorContext) -> KernelError:
     if code == L.E_UNDEF_USE:
         read = ctx.site(b)
         use = f"line {site.lineno} ('{text}')" if site is not None else "a later line"
+        if e != lt:  # the value was read before a barrier, and another thread read one since:
+            # the latest read on record is that thread's, so it is named as an example
+            msg = (f"{use} {_USES.get(a, 'uses')} a value this thread read from memory that "
+                   f"was never written (as '{read.text if read else '?'}' read "
+                   f"{ctx.where(cc, d)} in thread {ctx.thread(e)}, the latest such read): "
+                   f"{_HINTS[ctx.space(cc)]}")
+            return UninitializedMemoryError(msg, **where)
         msg = (f"'{read.text if read else '?'}' reads {ctx.where(cc, d)}, which was never "
                f"written, and {use} {_USES.get(a, 'uses')} the value: {_HINTS[ctx.space(cc)]}")
         if read is not None:  # the read is the bug; where the value went is in the message

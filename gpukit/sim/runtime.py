@@ -68,7 +68,7 @@ def _ol_use_vars(c, value, defined, what, site):
 def _undefined(c, what, site):
     if c[L.CHECKS] & L.CHECK_UNINITIALIZED:
         defer(c, L.E_UNDEF_USE, site, what, c[L.UNDEF_SITE], c[L.UNDEF_SLOT], c[L.UNDEF_ELEM],
-              0)
+              c[L.UNDEF_LT])
 
 
 # -- attributes (record fields are memory: checked like elements) ----------------------------

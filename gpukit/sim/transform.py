@@ -31,7 +31,7 @@ from typing import Any
 import numba
 import numpy as np
 
-from ..errors import UnsupportedKernelError, typing_error_as
+from ..errors import GpukitWarning, UnsupportedKernelError, typing_error_as
 from . import eager, extensions, names, vectors
 from . import layout as L
 from . import nodes as N
@@ -1316,6 +1316,13 @@ class _ExprRewriter(ast.NodeTransformer):
             return N.call(unit.name, N.name(CTX), N.name(P + "D"), *args)
         if obj is print:
             return self._print(node)
+        if obj is breakpoint:  # numba-cuda's brkpt, where cuda-gdb stops a kernel on a GPU
+            warnings.warn(GpukitWarning(
+                f"breakpoint() in kernel '{rw.func.__name__}' ({rw.src.filename}, line "
+                f"{node.lineno}) is passed over: the simulator runs compiled code, which no "
+                "debugger stops in; print() the values to look at, or launch with trace=True"),
+                stacklevel=2)
+            return N.const(None)
         if obj is divmod and len(node.args) == 2:
             a, b = self._args(node)
             helper = "py_divmod" if rw.build.python_errors else "divmod_"  # debug=True
