@@ -25,7 +25,7 @@ from gpukit.errors import (
 )
 from gpukit.sim import CHECKS
 
-CLASSES = {"oob": 8, "race": 7, "barrier": 3, "warp": 1, "uninit": 5, "integer": 2,
+CLASSES = {"oob": 8, "race": 7, "barrier": 3, "warp": 1, "uninit": 6, "integer": 2,
            "watchdog": 2, "launch": 6}
 
 

@@ -326,6 +326,103 @@ def test_breakpoint_is_passed_over_with_a_warning_that_says_so(be):
     assert a.tolist() == [1]
 
 
+@cuda.jit(device=True)
+def double_after_barrier(v):
+    cuda.syncthreads()  # a sync point: the simulator inlines this function
+    if v < 0:
+        return  # None, which the caller tests for
+    return 2 * v
+
+
+@cuda.jit(device=True)
+def halve_after_barrier(v):
+    cuda.syncthreads()
+    if v > 0:
+        return v / 2
+    # falling off the end returns None too
+
+
+@cuda.jit(device=True)
+def first_then_add(n, t):
+    sd = cuda.shared.array(1, numba.float64)
+    if t == 0:
+        sd[0] = n[0]
+    cuda.syncthreads()
+    return sd[0] + n[t]
+
+
+@cuda.jit(device=True)
+def through_another(n, t):
+    return first_then_add(n, t)  # two levels of inlined device functions
+
+
+@cuda.jit(device=True)
+def with_inner_def(v):
+    def same(u):
+        return u
+    return same(v) + cuda.shfl_xor_sync(0xFFFFFFFF, v, 1)
+
+
+def inlined_device_functions(x, out):
+    t = cuda.threadIdx.x
+    r = double_after_barrier(x[t])
+    h = halve_after_barrier(x[t])
+    out[t, 0] = -1.0 if r is None else r
+    out[t, 1] = -1.0 if h is None else h
+    out[t, 2] = through_another(x, t)
+    out[t, 3] = with_inner_def(x[t])
+
+
+def test_device_functions_with_barriers_return_none_and_nest(be):
+    x = np.array([1.0, -2.0, 3.0, -4.0] * 8)
+    (_, out) = run(be, inlined_device_functions, 1, 32, x, np.zeros((32, 4)))
+    np.testing.assert_array_equal(out[:, 0], np.where(x < 0, -1.0, 2 * x))
+    np.testing.assert_array_equal(out[:, 1], np.where(x > 0, x / 2, -1.0))
+    np.testing.assert_array_equal(out[:, 2], x[0] + x)
+    np.testing.assert_array_equal(out[:, 3], x + x[np.arange(32) ^ 1])
+
+
+def inner_def_then_barrier(x, out):
+    def same(v):
+        return v
+    t = cuda.threadIdx.x
+    s = cuda.shared.array(8, numba.float64)
+    s[t] = same(x[t])
+    cuda.syncthreads()
+    out[t] = s[7 - t]
+
+
+def test_an_inner_function_keeps_its_returns_in_a_kernel_with_barriers(be):
+    x = np.arange(8.0)
+    (_, out) = run(be, inner_def_then_barrier, 1, 8, x, np.zeros(8))
+    np.testing.assert_array_equal(out, x[::-1])
+
+
+def zip_over_ranges(x, out):
+    s = 0.0
+    for a, b in zip(range(3), range(1, 4)):
+        s += x[a] * b
+    for k, j in enumerate(range(10, 4, -2)):
+        s += k * j
+    out[cuda.grid(1)] = s
+
+
+def test_zip_and_enumerate_over_ranges(be):
+    x = np.array([1.0, 2.0, 3.0])
+    (_, out) = run(be, zip_over_ranges, 1, 2, x, np.zeros(2))
+    assert out.tolist() == [1 * 1 + 2 * 2 + 3 * 3 + 0 * 10 + 1 * 8 + 2 * 6] * 2
+
+
+def const_of_an_argument(a, out):
+    c = cuda.const.array_like(a)  # numba-cuda passes an argument through unchanged
+    out[cuda.grid(1)] = 2 * c[cuda.grid(1)]
+
+
+def test_const_array_like_of_an_argument_is_the_argument(be):
+    (_, out) = run(be, const_of_an_argument, 1, 4, np.arange(4.0), np.zeros(4))
+    assert out.tolist() == [0.0, 2.0, 4.0, 6.0]
+
+
 def rows_and_slices(m, out):
     i = cuda.grid(1)
     row = m[i]  # a view of one row

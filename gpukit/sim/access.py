@@ -658,6 +658,8 @@ def _ol_ld(c, obj, idx, site, d, n):
         return _field_load(obj, field)
     if _holds_arrays(obj):
         return None  # an item of a tuple of arrays: below
+    if isinstance(obj, types.RangeType):  # `for a, b in zip(range(...), x)`: Numba has no
+        return lambda c, obj, idx, site, d, n: obj.start + idx * obj.step  # range[k]
     return lambda c, obj, idx, site, d, n: obj[idx]
 
 

@@ -280,7 +280,7 @@ class KernelBuilder:
                           generator=caller.generator, bound=bound)
         rw.builder = self
         rw.frame_expr = caller.frame_expr
-        rw.frame_owner = caller
+        rw.frame_owner = caller.frame_owner or caller  # the unit whose frame and counters these are
         args = unbound_args(func, call.args, bound)
         if len(call.args) != len(rw.params) + len(rw.bound):
             raise caller._unsupported(call, f"calling {func.__name__} with {len(call.args)} "
@@ -295,6 +295,8 @@ class KernelBuilder:
         pre += [N.assign(rw.dname(n), N.const(True)) for n in rw.tracked]
         body = rw.body(rw.fn.body)
         body = _exit_after_loops(body, done)
+        if not _always_returns(rw.fn.body):  # falling off the end returns None
+            body.append(N.assign(result, N.const(None)))
         pre.append(ast.While(test=N.const(True), body=body + [ast.Break()], orelse=[]))
         caller.namespace.update(rw.namespace)
         caller.calls += rw.calls
@@ -335,6 +337,18 @@ def _static(func: pytypes.FunctionType, node: ast.expr, local: set[str]) -> Any:
         obj = names.attribute(base, node.attr)
         return None if names.missing(obj) else obj
     return None
+
+
+def _always_returns(stmts: list[ast.stmt]) -> bool:
+    """Whether a function body ends in a return (or raise) on every path."""
+    if not stmts:
+        return False
+    last = stmts[-1]
+    if isinstance(last, (ast.Return, ast.Raise)):
+        return True
+    if isinstance(last, ast.If):
+        return _always_returns(last.body) and _always_returns(last.orelse)
+    return False
 
 
 def _exit_after_loops(stmts: list[ast.stmt], done: str) -> list[ast.stmt]:

@@ -736,6 +736,9 @@ def _returns_leave(stmts: list[ast.stmt]) -> list[ast.stmt]:
         if isinstance(stmt, ast.Return):
             out += [N.assign(P + "ret", N.const(True)), ast.Break()]
             continue
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            out.append(stmt)  # an inner function's returns are its own
+            continue
         for attr in ("body", "orelse", "finalbody"):
             if isinstance(getattr(stmt, attr, None), list):
                 setattr(stmt, attr, _returns_leave(getattr(stmt, attr)))

@@ -871,7 +871,8 @@ class UnitRewriter:
             done, result = self.inline_exit
             if value is not None:
                 self.returns_value = True
-                out.append(N.assign(result, value))
+            # a bare `return` returns None, which the caller may test for (`if r is None`)
+            out.append(N.assign(result, value if value is not None else N.const(None)))
             return out + [N.assign(done, N.const(True)), ast.Break()]
         if self.frame_var:
             rv = self.build.fresh("rv")
@@ -927,6 +928,11 @@ class UnitRewriter:
         self.is_kernel, self.inline_exit, self.frame_var = False, None, None
         try:
             inner.body = self.body(node.body) or [ast.Pass()]
+            args = inner.args
+            for arg in [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg,
+                        args.kwarg]:
+                if arg is not None:  # (inlined, its body's names carry the inlining's prefix)
+                    arg.arg = self.local(arg.arg)
         finally:
             self.tracked = saved_tracked
             self.tuples = saved_tuples
@@ -1460,7 +1466,9 @@ class _ExprRewriter(ast.NodeTransformer):
     def _const_array(self, node: ast.Call) -> ast.expr:
         if len(node.args) != 1:
             raise self.rw._unsupported(node, "cuda.const.array_like without one array")
-        value = self._static_value(node.args[0], "constant array")
+        value = self.rw.compile_time_value(node.args[0])
+        if value is _UNKNOWN:  # an array the kernel is given: numba-cuda passes it through
+            return self._args(node)[0]
         if not isinstance(value, np.ndarray):
             raise self.rw._unsupported(node, "cuda.const.array_like of something other than a "
                                              "host numpy array")
