@@ -423,6 +423,19 @@ def test_const_array_like_of_an_argument_is_the_argument(be):
     assert out.tolist() == [0.0, 2.0, 4.0, 6.0]
 
 
+def bits_of_numbers(x, out, back):
+    i = cuda.grid(1)
+    out[i] = x[i].view(np.int64)  # a float64's bits (NVIDIA's floating-point emulation tutorial)
+    back[i] = out[i].view(np.float64)
+
+
+def test_a_number_viewed_as_another_type_keeps_its_bits(be):
+    x = np.array([1.0, -2.5, 0.0, np.inf])
+    (_, out, back) = run(be, bits_of_numbers, 1, 4, x, np.zeros(4, np.int64), np.zeros(4))
+    np.testing.assert_array_equal(out, x.view(np.int64))
+    np.testing.assert_array_equal(back, x)
+
+
 def rows_and_slices(m, out):
     i = cuda.grid(1)
     row = m[i]  # a view of one row

@@ -159,6 +159,27 @@ def _ol_len(obj):
     return lambda obj: len(obj)
 
 
+def view_(x, dtype):
+    """`x.view(dtype)` in a kernel: an array's view, or a number's bits as another type."""
+
+
+_VIEWS: dict = {}
+
+
+@overload(view_, jit_options={'forceinline': True})
+def _ol_view(x, dtype):
+    if not isinstance(x, (types.Integer, types.Float)):
+        return lambda x, dtype: x.view(dtype)
+    # Numba's CPU compiler takes a number's view() only of what np.<type>(...) made (its IR
+    # check), where numba-cuda takes any number's: made so here
+    name = str(x)
+    if name not in _VIEWS:
+        ns = {"np": np}
+        exec(f"def impl(x, dtype):\n    return np.{name}(x).view(dtype)", ns)  # noqa: S102
+        _VIEWS[name] = ns["impl"]
+    return _VIEWS[name]
+
+
 @register_jitable
 def raise_(c, site):
     fail(c, L.E_RAISE, site, 0, 0, 0, 0, 0)

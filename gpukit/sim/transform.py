@@ -1245,6 +1245,9 @@ class _ExprRewriter(ast.NodeTransformer):
         static = self.rw.resolve(node.func)
         if static is not None:
             return self._static_call(static, node)
+        if isinstance(node.func, ast.Attribute) and node.func.attr == "view" and \
+                len(node.args) == 1 and not node.keywords:  # also a number's (bits as int64)
+            return N.call(P + "view_", self.visit(node.func.value), self.visit(node.args[0]))
         if isinstance(node.func, ast.Attribute):  # a method (a.max(), x.conjugate()): no
             node.func.value = self.visit(node.func.value)  # memory read of its own, so not
         else:                                               # through getattr_ (record fields)
