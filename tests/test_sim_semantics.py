@@ -733,6 +733,45 @@ def test_the_threadfence_last_block_reduction_is_correct_and_not_a_race(be):
         assert (total[0], count[0]) == (a.sum(), 0)
 
 
+@cuda.jit(device=True)
+def lock(mutex):
+    while cuda.atomic.cas(mutex, 0, 0, 1) != 0:
+        pass
+    cuda.threadfence()
+
+
+@cuda.jit(device=True)
+def unlock(mutex):
+    cuda.threadfence()  # releases the critical section's writes...
+    cuda.atomic.exch(mutex, 0, 0)  # ...to the thread whose cas takes the lock next
+
+
+def locked_count(total, mutex):
+    """datashader's spin lock around a plain read-modify-write."""
+    lock(mutex)
+    total[0] = total[0] + 1.0
+    unlock(mutex)
+
+
+def written_after_the_release_fence(total, mutex):
+    lock(mutex)
+    total[0] = total[0] + 1.0
+    cuda.threadfence()
+    total[1] = cuda.threadIdx.x + 1.0  # after the fence: the exch does not release it
+    cuda.atomic.exch(mutex, 0, 0)
+
+
+def test_a_lock_of_atomics_and_fences_orders_threads_of_a_block_and_of_blocks(be):
+    for schedule in ("ordered", "shuffle"):
+        (total, mutex) = run(be, locked_count, 2, 4, np.zeros(1), np.zeros(1, np.int32),
+                             schedule=schedule)
+        assert (total[0], mutex[0]) == (8.0, 0)
+    with pytest.raises(RaceConditionError, match=r"data race on total\[1\]: thread \(1, 0, 0\)"
+                       r" of block \(0, 0, 0\) writes it .* thread \(0, 0, 0\) of block "
+                       r"\(0, 0, 0\) writes it"):
+        run(be, written_after_the_release_fence, 1, 2, np.zeros(2), np.zeros(1, np.int32))
+
+
 def discarded_uninitialised_read(out):
     s = cuda.shared.array(96, numba.float32)
     t = cuda.threadIdx.x

@@ -15,7 +15,7 @@ all seen), and then
   ordered before the present access when older than the block's latest barrier. Two accesses
   conflict when they come from different threads, at least one writes, not both are atomic, and
   nothing orders them (a barrier, a syncwarp both took part in, or a threadfence-and-atomic
-  release followed by an atomic acquire). A plain write that leaves the element's bits unchanged
+  release followed by an atomic acquire, across blocks or within one). A plain write that leaves the element's bits unchanged
   counts as a read;
 - count the access per source site, and record it when the block is traced.
 Other subscripts (tuples, records' fields by name) keep Numba's own meaning.
@@ -160,6 +160,22 @@ def released(c, rec):
     return release_seq != 0 and release_seq <= acquired and stamp <= fence_stamp
 
 
+@register_jitable
+def released_in_block(c, rec):
+    """Whether a record of another thread of the running block is ordered before the running
+    thread by that thread's threadfence-and-atomic release and an atomic the running thread
+    performed since (a lock: `while cas(lock, 0, 0, 1) != 0: pass`, `threadfence()`, the
+    critical section, `threadfence()`, `exch(lock, 0, 0)`)."""
+    if c[L.RELEASES] == 0 or rec & _ATOMIC:
+        return False
+    at = c[L.RELEASES] + (c[L.NBLOCKS] + (rec & _LT_MASK)) * 16
+    fence_stamp = np.int64(load_u64(at))
+    release_seq = np.int64(load_u64(at + 8))
+    stamp = rec >> 32
+    return fence_stamp >= c[L.BLOCK_STAMP] and stamp <= fence_stamp and release_seq != 0 \
+        and release_seq <= max(c[L.ACQUIRE_SEQ], c[L.BLOCK_ACQUIRE])
+
+
 # A slot's descriptor: its fields read once per launch (the driver builds one per static slot,
 # so hot accesses find them in registers rather than in the context).
 D_BASE, D_SHIFT, D_INIT_KIND, D_INIT, D_WREC, D_RREC, D_SPACE, D_WRITABLE, D_FLAGS, D_SLOT = range(10)
@@ -243,6 +259,8 @@ def _check_writer(c, site, slot, wrec, e, lo, kind):
         return
     if c[L.XCH] != 0 and warp_ordered(c, ws, w & _LT_MASK):
         return
+    if released_in_block(c, w):
+        return
     _conflict(c, site, slot, e, w, kind != 0, True)
 
 
@@ -256,9 +274,11 @@ def _record_read(c, site, rrec, e, lo):
         store_u64(rp, _make(c, site, 0))
     elif rs >= bs:
         if (r & _LT_MASK) != c[L.LT] and not (r & _MULTI):
-            if c[L.XCH] != 0 and warp_ordered(c, rs, r & _LT_MASK):
-                # the earlier reader is ordered before this one by a syncwarp they both took
-                # part in: a later write unordered with it is unordered with this read too
+            if (c[L.XCH] != 0 and warp_ordered(c, rs, r & _LT_MASK)) or \
+                    released_in_block(c, r):
+                # the earlier reader is ordered before this one (by a syncwarp they both took
+                # part in, or its release and this thread's acquire): a later write unordered
+                # with it is unordered with this read too
                 store_u64(rp, _make(c, site, 0))
             else:
                 store_u64(rp, np.uint64(r | _MULTI))
@@ -282,6 +302,8 @@ def _check_readers(c, site, slot, rrec, e, lo):
     if (r & _LT_MASK) == c[L.LT] and not (r & _MULTI):
         return
     if not (r & _MULTI) and c[L.XCH] != 0 and warp_ordered(c, rs, r & _LT_MASK):
+        return
+    if not (r & _MULTI) and released_in_block(c, r):
         return
     _conflict(c, site, slot, e, r, True, False)
 

@@ -339,7 +339,9 @@ def _run(kernel: SimKernel, memory: DeviceMemory, workspace: Workspace, values: 
     if kernel.generator or kernel.uses_fences:
         c[L.BLOCK_STARTS] = workspace.address("starts", (nblocks + 1) * 8, zero=True)
     if kernel.uses_fences:
-        c[L.RELEASES] = workspace.address("releases", 2 * nblocks * 8, zero=True)
+        # per block run, then per thread of the running block (its entries older than the
+        # block are stale): a fence's stamp and the atomic sequence number that released it
+        c[L.RELEASES] = workspace.address("releases", 2 * (nblocks + tpb) * 8, zero=True)
     if kernel.cooperative:
         keep.append(_grid_sync_table(kernel, workspace, c, nblocks, tpb))
     if schedule == "shuffle":

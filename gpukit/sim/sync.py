@@ -115,20 +115,23 @@ def begin_thread(c, lt, fences, frames):
 # -- fences --------------------------------------------------------------------------------
 @register_jitable
 def fence(c):
-    """cuda.threadfence*(): the running thread's writes so far are released by its next atomic."""
+    """cuda.threadfence*(): the running thread's writes so far are released by its next atomic.
+    The stamp moves on, so that its accesses after the fence are not among them."""
     c[L.FENCE_STAMP] = c[L.STAMP]
+    c[L.STAMP] += 1
 
 
 @register_jitable
 def release(c):
-    """An atomic after a fence: record the release for the running block (see access.released)."""
+    """An atomic after a fence: record the release for the running block and for the running
+    thread (see access.released and access.released_in_block)."""
     rel = c[L.RELEASES]
     if rel == 0:
         return
     run = load_i64(c[L.BLOCK_STARTS]) - 1
-    at = rel + run * 16
-    store_i64(at, c[L.FENCE_STAMP])
-    store_i64(at + 8, c[L.ATOMIC_SEQ])
+    for at in (rel + run * 16, rel + (c[L.NBLOCKS] + c[L.LT]) * 16):
+        store_i64(at, c[L.FENCE_STAMP])
+        store_i64(at + 8, c[L.ATOMIC_SEQ])
     c[L.FENCE_STAMP] = 0
 
 
