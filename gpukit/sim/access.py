@@ -15,8 +15,8 @@ all seen), and then
   ordered before the present access when older than the block's latest barrier. Two accesses
   conflict when they come from different threads, at least one writes, not both are atomic, and
   nothing orders them (a barrier, a syncwarp both took part in, or a threadfence-and-atomic
-  release followed by an atomic acquire, across blocks or within one). A plain write that leaves the element's bits unchanged
-  counts as a read;
+  release followed by an atomic acquire, across blocks or within one). A plain write that
+  leaves the element's bits unchanged counts as a read;
 - count the access per source site, and record it when the block is traced.
 Other subscripts (tuples, records' fields by name) keep Numba's own meaning.
 """

@@ -85,7 +85,8 @@ def _impl(op: str, ary: types.Array, idx) -> object:
         from .sync import release
         namespace = {"__name__": __name__,  # (Numba's cache finds its globals again by it)
                      "np": np, "addr_of": addr_of, "index_int": index_int,
-                     "bounds_fail": bounds_fail, "touch": touch, "release": release, "DT": ary.dtype, "CHECKS": L.CHECKS,
+                     "bounds_fail": bounds_fail, "touch": touch, "release": release,
+                     "DT": ary.dtype, "CHECKS": L.CHECKS,
                      "CHECK_BOUNDS": L.CHECK_BOUNDS, "KIND_ATOMIC": L.KIND_ATOMIC,
                      "ATOMIC_SEQ": L.ATOMIC_SEQ, "ACQUIRE_SEQ": L.ACQUIRE_SEQ,
                      "FENCE_STAMP": L.FENCE_STAMP}

@@ -281,7 +281,7 @@ class KernelBuilder:
                           generator=caller.generator, bound=bound)
         rw.builder = self
         rw.frame_expr = caller.frame_expr
-        rw.frame_owner = caller.frame_owner or caller  # the unit whose frame and counters these are
+        rw.frame_owner = caller.frame_owner or caller  # whose frame and counters these are
         args = unbound_args(func, call.args, bound)
         if len(call.args) != len(rw.params) + len(rw.bound):
             raise caller._unsupported(call, f"calling {func.__name__} with {len(call.args)} "

@@ -172,7 +172,7 @@ def _ol_view(x, dtype):
         return lambda x, dtype: x.view(dtype)
     # Numba's CPU compiler takes a number's view() only of what np.<type>(...) made (its IR
     # check), where numba-cuda takes any number's: made so here
-    name = str(x)
+    name = str(types.unliteral(x))
     if name not in _VIEWS:
         ns = {"np": np}
         exec(f"def impl(x, dtype):\n    return np.{name}(x).view(dtype)", ns)  # noqa: S102
