@@ -5,6 +5,8 @@ checked against what Python computes; and Numba's own CPU functions resolve as b
 
 from __future__ import annotations
 
+import operator
+
 import numba
 import numpy as np
 import pytest
@@ -24,7 +26,8 @@ from numba.cuda.extending import (
     type_callable,
     typeof_impl,
 )
-from numba.cuda.typing.templates import AttributeTemplate
+from numba.cuda.typing import signature
+from numba.cuda.typing.templates import AttributeTemplate, ConcreteTemplate
 from numba.extending import overload as numba_overload
 
 import gpukit
@@ -89,6 +92,19 @@ def _span_width(context, builder, sig, arg):
     return builder.fsub(builder.extract_value(arg, 1), builder.extract_value(arg, 0))
 
 
+@cuda_registry.register_global(operator.add)  # `+` of two spans (numba-cuda's typing registry)
+class SpanAdd(ConcreteTemplate):
+    cases = (signature(span_type, span_type, span_type),)
+
+
+@lower_builtin(operator.add, SpanType, SpanType)
+def _add_spans(context, builder, sig, args):
+    a, b = (cgutils.create_struct_proxy(span_type)(context, builder, value=v) for v in args)
+    total = cgutils.create_struct_proxy(span_type)(context, builder)
+    total.lo, total.hi = builder.fadd(a.lo, b.lo), builder.fadd(a.hi, b.hi)
+    return total._getvalue()
+
+
 @overload_method(types.Array, "scaled_at")
 def _scaled_at(arr, i, factor=2):
     def impl(arr, i, factor=2):
@@ -124,6 +140,13 @@ def spans(x, out):
         out[i, 0], out[i, 1], out[i, 2] = s.lo, s.hi, s.width
 
 
+def added_spans(x, out):
+    i = cuda.grid(1)
+    if i < out.shape[0]:
+        s = Span(x[i], x[i] + 1.0) + Span(0.5, 2.0)
+        out[i, 0], out[i, 1] = s.lo, s.hi
+
+
 def helpers(a, out):
     i = cuda.grid(1)
     if i < a.shape[0]:
@@ -145,6 +168,13 @@ def test_a_type_of_the_programs_own_is_built_and_read_in_kernels():
     cuda.jit(spans)[2, 32](x, out)
     width = 0.25 * np.arange(40)
     np.testing.assert_array_equal(out, np.stack([x, x + width, (x + width) - x], axis=1))
+
+
+def test_an_operator_typed_in_numba_cudas_registry_for_the_programs_type():
+    x = np.linspace(-1.0, 2.0, 40)
+    out = np.zeros((40, 2))
+    cuda.jit(added_spans)[2, 32](x, out)
+    np.testing.assert_array_equal(out, np.stack([x + 0.5, x + 3.0], axis=1))
 
 
 def test_method_overloads_intrinsics_and_jitable_functions_run_in_kernels():
@@ -259,7 +289,8 @@ def test_the_simulators_own_jitable_functions_declare_their_own_parameters():
 MIRROR_WITHOUT_REFRESH = """
 from numba.cuda.cudadecl import registry
 from numba.cuda.descriptor import cuda_target
-from numba.cuda.typing.templates import AttributeTemplate
+from numba.cuda.typing import signature
+from numba.cuda.typing.templates import AttributeTemplate, ConcreteTemplate
 from numba.core.typing import templates
 from numba.cuda import types
 from gpukit.sim import extensions, overloads

@@ -11,8 +11,9 @@ implements itself) into Numba's registries:
 - how values of a Python class are typed (`typeof_impl`) and how a type is laid out (its data
   model), for the types the program defined;
 - typing: calls of the program's functions and classes (as "cpu" templates that apply only while
-  the simulator compiles a kernel, so Numba's own `njit` functions resolve as before) and
-  attributes of its types;
+  the simulator compiles a kernel, so Numba's own `njit` functions resolve as before), its
+  templates for functions it does not own (`operator.add` of two of its types) and attributes
+  of its types;
 - lowering: the implementations of those calls, attributes and casts, which are LLVM IR built
   through the same `context` and `builder` interfaces on either target.
 
@@ -66,10 +67,15 @@ def mirror_cuda_extensions() -> None:
     typing = known_registries(cuda_target.typing_context, cuda_templates.Registry)
     for registry in _own(typing, cuda_templates.Registry):
         for func, ftype in _new(registry, "globals"):
-            if not is_programs(func) or not isinstance(ftype, types.Function):
+            if not isinstance(ftype, types.Function):
                 continue
             own = [t for t in ftype.templates if getattr(t, "_overload_func", None) is None]
-            if own:  # overloads: gpukit.sim.overloads
+            if not is_programs(func):  # the program's typing of a function it does not own, as
+                for template in own:  # `operator.add` of two of its types, added to Numba's
+                    if any(is_programs(cls) for cls in template.__mro__):  # (register_global
+                        templates.infer_global(func, types.Function(  # subclasses the class)
+                            simulator_only(template, "apply")))
+            elif own:  # overloads: gpukit.sim.overloads
                 templates.infer_global(func, types.Function(simulator_only(own[0], "apply")))
                 for template in own[1:]:
                     templates.infer(simulator_only(template, "apply"))
