@@ -10,13 +10,15 @@ decides the types the arguments are converted to and the type of the result, and
 computed by a CPU function with the GPU's meaning (numpy's float functions, or the few written
 below; float16 is computed in float32 and rounded to half). Results match libdevice wherever it
 is correctly rounded; `pow` with an integer exponent is computed as a float power, which may
-differ from libdevice's `powi` in the last bit.
+differ from libdevice's `powi` in the last bit. `typed_stub` makes such a typed function for any
+CPU function and typing (gpukit.sim.libdevice makes numba-cuda's libdevice functions with it).
 """
 
 from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -28,7 +30,7 @@ from .lowlevel import overload, register_jitable
 
 
 @register_jitable
-def _remainder(x, y):
+def remainder(x, y):
     """IEEE remainder, exact: x - n*y with n the integer nearest x/y (ties to even). Reduced
     modulo 2|y| first, then |y| taken away once or twice; comparing 2|r| with |y| (not |r| with
     |y|/2, which rounds for the smallest subnormal |y|) keeps every step exact."""
@@ -47,20 +49,20 @@ def _remainder(x, y):
 
 
 @register_jitable
-def _modf(x):
+def modf(x):
     whole = np.trunc(x)
     frac = np.copysign(0.0, x) if np.isinf(x) else np.copysign(x - whole, x)
     return frac, whole
 
 
 @register_jitable
-def _pow(x, y):
+def power(x, y):
     return np.power(x, np.float64(y))  # a float power, as libdevice's pow and powi: 0 ** -1 is inf
 
 
 # The CPU functions with the GPU's meaning, where Numba's CPU `math` has another (or none).
 _SPECIAL = {"floor": np.floor, "ceil": np.ceil, "trunc": np.trunc, "fmod": np.fmod,
-            "remainder": _remainder, "modf": _modf, "nextafter": np.nextafter, "pow": _pow}
+            "remainder": remainder, "modf": modf, "nextafter": np.nextafter, "pow": power}
 
 
 @functools.cache
@@ -87,7 +89,8 @@ def cuda_case(name: str, args: tuple) -> Any:
         return None
 
 
-def _converter(t: types.Type) -> str:
+def converter(t: types.Type) -> str:
+    """The conversion of a value to type `t`, as the stubs' generated code spells it."""
     if isinstance(t, types.Boolean):
         return "bool"
     return f"np.{t}"
@@ -96,35 +99,44 @@ def _converter(t: types.Type) -> str:
 def _computed_as(t: types.Type) -> str:
     """The argument's conversion for the CPU function: float16 is computed in float32 (Numba's
     CPU `math` has no half functions) and the result rounded to half."""
-    return "np.float32" if t == types.float16 else _converter(t)
+    return "np.float32" if t == types.float16 else converter(t)
 
 
 def _stub(name: str):
     """`math_<name>(a0, ...)`: an overloaded function with numba-cuda's types for math.<name>."""
-    func = _SPECIAL.get(name, getattr(math, name))
-    arity = len(templates()[name][1].cases[0].args)
+    return typed_stub(f"math_{name}", _SPECIAL.get(name, getattr(math, name)),
+                      len(templates()[name][1].cases[0].args),
+                      functools.partial(cuda_case, name), f"math.{name}", _computed_as)
+
+
+def typed_stub(stub_name: str, func: Any, arity: int, case: Callable[[tuple], Any], tag: str,
+               computed_as: Callable[[types.Type], str]) -> Any:
+    """`stub_name(a0, ...)`: an overloaded function whose types are `case(argument types)` (a
+    signature, or None where it does not apply), computed by `func` on the arguments converted
+    to the signature's types (`computed_as` names each conversion), its result converted to the
+    signature's return type. `tag` names it in the disk cache."""
     params = ", ".join(f"a{k}" for k in range(arity))
     namespace: dict[str, Any] = {}
-    exec(f"def math_{name}({params}):\n    pass", namespace)  # noqa: S102 - its arity
-    stub = namespace[f"math_{name}"]
+    exec(f"def {stub_name}({params}):\n    pass", namespace)  # noqa: S102 - its arity
+    stub = namespace[stub_name]
 
     def typer(*args):
-        sig = cuda_case(name, tuple(args))
+        sig = case(tuple(args))
         if sig is None:
             return None
-        call = f"f({', '.join(f'{_computed_as(t)}(a{k})' for k, t in enumerate(sig.args))})"
+        call = f"f({', '.join(f'{computed_as(t)}(a{k})' for k, t in enumerate(sig.args))})"
         ret = sig.return_type
         if isinstance(ret, types.BaseTuple):
             body = [f"    r = {call}",
-                    "    return (" + "".join(f"{_converter(t)}(r[{k}]), "
+                    "    return (" + "".join(f"{converter(t)}(r[{k}]), "
                                          for k, t in enumerate(ret.types)) + ")"]
         else:
-            body = [f"    return {_converter(ret)}({call})"]
+            body = [f"    return {converter(ret)}({call})"]
         code: dict[str, Any] = {"__name__": __name__, "np": np, "f": func}
         exec(f"def impl({params}):\n" + "\n".join(body), code)  # noqa: S102 - conversions
-        # its globals are math.<name>'s and its text the conversions: the name tags it for
+        # its globals are the function's and its text the conversions: the tag names them for
         # the cache on disk (the text is in the tag's code digest)
-        engine_cache.enroll(code["impl"], f"math.{name}")
+        engine_cache.enroll(code["impl"], tag)
         return code["impl"]
 
     scope: dict[str, Any] = {"typer": typer}

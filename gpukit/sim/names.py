@@ -24,7 +24,8 @@ _MISSING = object()
 # intrinsic name -> (category, helper or sync kind)
 #   coord: cuda.threadIdx etc. (attribute x/y/z), value: a value needing the context,
 #   call: a call taking the context first, pure: a call that needs nothing else,
-#   sync: a sync point (block or warp), atomic, shared, local, const, fence, pointer_array
+#   sync: a sync point (block or warp), atomic, shared, local, const, fence, pointer_array,
+#   libdevice: a function of numba.cuda.libdevice (helper: its name there)
 _DIM3 = {"threadIdx": "thread_idx", "blockIdx": "block_idx", "blockDim": "block_dim",
          "gridDim": "grid_dim"}
 _VALUES = {"laneid": "laneid", "warpsize": "warpsize"}
@@ -108,6 +109,11 @@ def _build() -> dict[int, Intrinsic]:
     from .cudamath import templates  # math functions, typed as numba-cuda types them
     for name, (func, _) in templates().items():
         add(func, Intrinsic("pure", f"math.{name}", f"math_{name}"))
+    from numba.cuda import libdevice, libdevicefuncs  # computed by gpukit.sim.libdevice
+    add(libdevice, Intrinsic("namespace", "libdevice"))
+    for nv_name in libdevicefuncs.functions:
+        name = nv_name.removeprefix("__nv_")
+        add(getattr(libdevice, name), Intrinsic("libdevice", f"libdevice.{name}", name))
     from numba.cuda.np import numpy_support  # arrays over a raw pointer
     add(numpy_support.carray, Intrinsic("pointer_array", "carray", "carray"))
     add(numpy_support.farray, Intrinsic("pointer_array", "farray", "farray"))

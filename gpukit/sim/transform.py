@@ -357,7 +357,11 @@ class UnitRewriter:
 
     def _no_attribute(self, node: ast.Attribute, module: pytypes.ModuleType) -> Exception:
         """numba-cuda's error for a module attribute that does not exist (its AttributeError)."""
-        reason = AttributeError(f"module '{module.__name__}' has no attribute '{node.attr}'")
+        return self._rejected(node, AttributeError(
+            f"module '{module.__name__}' has no attribute '{node.attr}'"))
+
+    def _rejected(self, node: ast.AST, reason: Exception) -> Exception:
+        """The error for what numba-cuda's typing rejects, for `reason`."""
         return typing_error_as(reason, f"numba-cuda would not compile kernel "
                                f"'{self.func.__name__}' for a GPU: {reason}",
                                kernel=self.func.__name__, lineno=node.lineno,
@@ -1272,6 +1276,13 @@ class _ExprRewriter(ast.NodeTransformer):
                 return N.call(P + spec.helper, N.name(CTX), *self._args(node))
             if cat == "pure":
                 return N.call(P + spec.helper, *self._args(node))
+            if cat == "libdevice":
+                if node.keywords:  # numba-cuda's typing asserts there are none
+                    raise rw._rejected(node, TypeError(
+                        f"{spec.name}: keyword arguments are not supported, yet"))
+                from . import libdevice  # its functions register on first use (18 ms)
+                return ast.Call(func=rw.constant(libdevice.stub(spec.helper), "libdevice"),
+                                args=self._args(node), keywords=[])
             if cat == "fence":
                 rw.build.uses_fences = True
                 return N.call(P + "fence", N.name(CTX))
