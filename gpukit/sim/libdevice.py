@@ -322,13 +322,20 @@ def _pi_reduced(x):
 
 
 @register_jitable
+def _pi_quadrant(x, shift):
+    """sin(pi * x + shift * pi/2) for a finite x: sinpi (shift 0) or cospi (shift 1)."""
+    r, q = _pi_reduced(x)
+    q = (q + shift) % 4
+    s, c = math.sin(math.pi * r), math.cos(math.pi * r)
+    return s if q == 0 else c if q == 1 else -s if q == 2 else -c
+
+
+@register_jitable
 def _sinpi(x):
     x = np.float64(x)
     if not np.isfinite(x):
         return np.nan
-    r, q = _pi_reduced(x)
-    s, c = math.sin(math.pi * r), math.cos(math.pi * r)
-    v = s if q == 0 else c if q == 1 else -s if q == 2 else -c
+    v = _pi_quadrant(x, 0)
     return math.copysign(0.0, x) if v == 0 else v  # sinpi(n) is 0 with n's sign
 
 
@@ -337,9 +344,7 @@ def _cospi(x):
     x = np.float64(x)
     if not np.isfinite(x):
         return np.nan
-    r, q = _pi_reduced(x)
-    s, c = math.sin(math.pi * r), math.cos(math.pi * r)
-    v = c if q == 0 else -s if q == 1 else -c if q == 2 else s
+    v = _pi_quadrant(x, 1)
     return 0.0 if v == 0 else v  # cospi(n + 1/2) is +0
 
 
