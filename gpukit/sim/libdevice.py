@@ -310,42 +310,23 @@ def _round_half_away(x):
 
 
 @register_jitable
-def _pi_reduced(x):
-    """r, q with x = r + q/2 (exactly), |r| <= 1/4 and q in 0..3: sinpi/cospi's reduction."""
+def _pi_trig(x, shift):
+    """sin(pi * x + shift * pi/2): sinpi (shift 0) or cospi (shift 1). x = r + q/2 exactly,
+    with |r| <= 1/4, so that sin and cos see a small argument."""
+    x = np.float64(x)
+    if not np.isfinite(x):
+        return np.nan
     if abs(x) >= 2.0 ** 52:  # an integer
-        q = int(np.fmod(x, 2.0)) * 2
-        return 0.0, q + 4 if q < 0 else q
-    n = np.rint(x + x)
-    r = x - 0.5 * n
-    q = int(np.fmod(n, 4.0))
-    return r, q + 4 if q < 0 else q
-
-
-@register_jitable
-def _pi_quadrant(x, shift):
-    """sin(pi * x + shift * pi/2) for a finite x: sinpi (shift 0) or cospi (shift 1)."""
-    r, q = _pi_reduced(x)
+        r, q = 0.0, int(np.fmod(x, 2.0)) * 2
+    else:
+        n = np.rint(x + x)
+        r, q = x - 0.5 * n, int(np.fmod(n, 4.0))
     q = (q + shift) % 4
     s, c = math.sin(math.pi * r), math.cos(math.pi * r)
-    return s if q == 0 else c if q == 1 else -s if q == 2 else -c
-
-
-@register_jitable
-def _sinpi(x):
-    x = np.float64(x)
-    if not np.isfinite(x):
-        return np.nan
-    v = _pi_quadrant(x, 0)
-    return math.copysign(0.0, x) if v == 0 else v  # sinpi(n) is 0 with n's sign
-
-
-@register_jitable
-def _cospi(x):
-    x = np.float64(x)
-    if not np.isfinite(x):
-        return np.nan
-    v = _pi_quadrant(x, 1)
-    return 0.0 if v == 0 else v  # cospi(n + 1/2) is +0
+    v = s if q == 0 else c if q == 1 else -s if q == 2 else -c
+    if v == 0:  # sinpi(n) is 0 with n's sign, cospi(n + 1/2) is +0
+        return math.copysign(0.0, x) if shift == 0 else 0.0
+    return v
 
 
 @register_jitable
@@ -575,7 +556,7 @@ def _sincos(x):
 
 @register_jitable
 def _sincospi(x):
-    return _sinpi(x), _cospi(x)
+    return _pi_trig(x, 0), _pi_trig(x, 1)
 
 
 @register_jitable
@@ -601,7 +582,7 @@ def _math_pairs() -> dict[str, Any]:
         "nearbyint": np.rint, "round": _round_half_away, "fmod": np.fmod,
         "remainder": cudamath.remainder, "pow": cudamath.power, "powi": cudamath.power,
         "ldexp": np.ldexp, "scalbn": np.ldexp, "modf": cudamath.modf,
-        "sinpi": _sinpi, "cospi": _cospi, "sincos": _sincos, "sincospi": _sincospi,
+        "sinpi": lambda x: _pi_trig(x, 0), "cospi": lambda x: _pi_trig(x, 1), "sincos": _sincos, "sincospi": _sincospi,
         "rsqrt": _rsqrt, "rcbrt": _rcbrt, "logb": _logb, "ilogb": _ilogb, "erfinv": _erfinv,
         "erfcinv": _erfcinv, "erfcx": _erfcx, "normcdf": _normcdf, "normcdfinv": _normcdfinv,
         "remquo": _remquo, "j0": _j0, "j1": _j1, "y0": _y0, "y1": _y1, "jn": _jn, "yn": _yn,
