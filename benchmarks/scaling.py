@@ -48,6 +48,7 @@ class Mode:
     key: str
     title: str
     checks: Any  # CPUBackend(checks=...)
+    threads: int | None = None  # CPUBackend(num_threads=...): None, one per usable core
 
 
 def _modes() -> tuple[Mode, ...]:
@@ -58,6 +59,7 @@ def _modes() -> tuple[Mode, ...]:
         Mode("no_races", "all but races", [c for c in CHECKS if c != "races"]),
         Mode("bounds", "launch limits and bounds only", ["launch_limits", "bounds"]),
         Mode("off", "none (checks=False)", False),
+        Mode("one_thread", "all checks, the blocks on one host thread", True, 1),
     )
 
 
@@ -122,7 +124,7 @@ class GpukitMode:
         from gpukit.backends.cpu import CPUBackend
 
         self.mode, self.curve, self.settings = mode, curve, settings
-        self.backend = CPUBackend(checks=mode.checks, watchdog_s=None,
+        self.backend = CPUBackend(checks=mode.checks, watchdog_s=None, num_threads=mode.threads,
                                   host_memory_budget_bytes=settings.host_budget_bytes)
         kernel = WORKLOADS["vector_add" if curve.kind == "loop" else curve.name].kernel
         start = time.perf_counter()
@@ -334,7 +336,8 @@ def run(curves: Sequence[Curve], settings: Settings, log: Callable[[str], None] 
                          "budget_s": settings.budget_s,
                          "host_budget_bytes": settings.host_budget_bytes,
                          "numba": settings.numba},
-            "modes": [{"key": m.key, "title": m.title, "checks": m.checks} for m in modes],
+            "modes": [{"key": m.key, "title": m.title, "checks": m.checks,
+                       "threads": m.threads} for m in modes],
             "curves": results}
 
 
@@ -393,6 +396,11 @@ def findings(data: dict) -> list[str]:
         text = (f"- {c['title']}: with all checks, {report.ratio(last['gpukit']['all']['s'] / last['numpy_s'])}"
                 f" numpy's time at the largest size run ({last['label']}); the most, "
                 f"{report.ratio(worst['gpukit']['all']['s'] / worst['numpy_s'])}, at {worst['label']}")
+        one = [p for p in pts if "s" in p["gpukit"].get("one_thread", {})]
+        if one:
+            text += (f"; on one host thread at {one[-1]['label']}: "
+                     f"{report.ratio(one[-1]['gpukit']['one_thread']['s'] / one[-1]['gpukit']['all']['s'])}"
+                     " all checks' time")
         off = [p for p in pts if "s" in p["gpukit"].get("off", {})]
         if off:
             lo = off[-1]
@@ -449,6 +457,8 @@ METHOD = [
 
 
 def markdown(data: dict, command: str) -> str:
+    from gpukit.sim import parallel
+
     modes = data["modes"]
     s = data["settings"]
     lines = [
@@ -465,7 +475,13 @@ def markdown(data: dict, command: str) -> str:
                                                       "; Numba's simulator not run")),
         "- kernel cache: " + data.get("cache", "as found"), "",
         "## Check modes", "",
-        *[f"- `{m['key']}`: {m['title']} (`checks={m['checks']!r}`)" for m in modes], "",
+        *[f"- `{m['key']}`: {m['title']} (`checks={m['checks']!r}`"
+          + (f", `num_threads={m['threads']}`)" if m.get("threads") else ")") for m in modes],
+        ("- every mode but `one_thread` splits a launch of "
+         f"2^{parallel.MIN_THREADS.bit_length() - 1} threads or more over one host "
+         "thread per usable core (`num_threads=None`, `gpukit.sim.parallel`) where its blocks "
+         "write no global memory another block may touch; cores here: "
+         f"{data['machine']['cores']}"), "",
         "## Findings", "",
         *findings(data), "",
         "## How these numbers are made", "", *METHOD, ""]

@@ -182,7 +182,8 @@ def test_scaling_curves_cover_the_issue_and_start_at_2_to_the_10():
         assert full == sorted(full) and len(curve.sizes(quick=True)) == 2
         first = full[0] ** 2 if curve.kind == "square" else full[0]
         assert first == (16 if curve.kind == "loop" else 2 ** 10)
-    assert [m.key for m in scaling._modes()] == ["all", "no_races", "bounds", "off"]
+    assert [m.key for m in scaling._modes()] == ["all", "no_races", "bounds", "off",
+                                                 "one_thread"]
 
 
 def test_scaling_quick_run_writes_tables_per_curve(tmp_path, capsys):
@@ -199,7 +200,8 @@ def test_scaling_quick_run_writes_tables_per_curve(tmp_path, capsys):
         assert [p["size"] for p in curve["points"]] == scaling.CURVES[
             [c.name for c in scaling.CURVES].index(curve["name"])].sizes(quick=True)
         for point in curve["points"]:
-            assert set(point["gpukit"]) == {"all", "no_races", "bounds", "off"}
+            assert set(point["gpukit"]) == {"all", "no_races", "bounds", "off",
+                                             "one_thread"}
             assert all(g["s"] > 0 for g in point["gpukit"].values())
             assert point["numpy_s"] > 0 and point["numba"] is None
         assert set(curve["compile"]) == set(point["gpukit"])
@@ -207,7 +209,10 @@ def test_scaling_quick_run_writes_tables_per_curve(tmp_path, capsys):
     for needle in ("## Machine", "- cores: ", "- load average (1/5/15 min) before: ",
                    "## Check modes", "## Findings", "## vector add (float32) (`vector_add`)",
                    ("| size | all s (x numpy) | no_races s (x numpy) | bounds s (x numpy) | "
-                    "off s (x numpy) | numpy s | Numba sim s | Numba sim / all | load 1 min |"),
+                    "off s (x numpy) | one_thread s (x numpy) | numpy s | Numba sim s | "
+                    "Numba sim / all | load 1 min |"),
+                   ("- `one_thread`: all checks, the blocks on one host thread (`checks=True`, "
+                   "`num_threads=1`)"),
                    "| 2^10 | ", "| 4 launches | ", " us (", "compile_kernel + first launch",
                    "Numba's simulator not run"):
         assert needle in text, needle

@@ -63,7 +63,7 @@ def test_gemm_matches_numpy(be, m, n, k, trans_a, trans_b, dtype, variant, with_
     expected = references.gemm(a, b, c, alpha=alpha, beta=beta, trans_a=trans_a, trans_b=trans_b)
     assert_close(be.to_host(result), expected, dtype, terms=k)
     assert be.launches[-1].kernel == f"gemm_{variant}"
-    assert be.launches[-1].extra == {"op": "gemm", "flops": 2 * m * n * k}
+    assert be.launches[-1].extra == {"op": "gemm", "flops": 2 * m * n * k, "host_threads": 1}
 
 
 @PROPERTY
@@ -107,7 +107,8 @@ def test_conv2d_matches_numpy(be, n, channels, h, w, filters, r, s, stride, padd
     assert_close(be.to_host(result), expected, dtype, terms=channels * r * s)
     _, _, p, q = expected.shape
     assert be.launches[-1].extra == {"op": "conv2d_forward",
-                                     "flops": 2 * n * filters * p * q * channels * r * s}
+                                     "flops": 2 * n * filters * p * q * channels * r * s,
+                                     "host_threads": 1}
 
 
 def test_conv2d_teaching_size_and_int_arguments(be):
@@ -152,7 +153,8 @@ def test_attention_causal_mask_is_top_left_aligned(be):
     assert np.all(weights[np.triu_indices(3, 1, 5)] == 0) and np.all(weights[:, :1] > 0)
     np.testing.assert_allclose(weights.sum(axis=1), 1.0)
     pairs = 1 + 2 + 3
-    assert be.launches[-1].extra == {"op": "attention", "flops": 2 * pairs * (2 + 5)}
+    assert be.launches[-1].extra == {"op": "attention", "flops": 2 * pairs * (2 + 5),
+                                     "host_threads": 1}
 
 
 shapes = st.lists(st.integers(1, 12), min_size=1, max_size=3).map(tuple)
@@ -206,7 +208,7 @@ def test_unary_matches_numpy(be, shape, op, dtype):
     x = data(shape, dtype, 1, low, 5.0)
     result = be.to_host(ops.unary(op, be.to_device(x), backend=be))
     assert_close(result, references.unary(op, x), dtype)
-    assert be.launches[-1].extra == {"op": "unary", "flops": x.size}
+    assert be.launches[-1].extra == {"op": "unary", "flops": x.size, "host_threads": 1}
 
 
 @PROPERTY

@@ -63,7 +63,7 @@ def launch(backend: Any, kernel: CPUKernel, grid: Any, block: Any, args: tuple,
             result = run(sim, backend.memory, backend.workspace, tuple(device_args),
                          grid=grid3, block=block3, dynamic_shared_bytes=shared,
                          checks=opts.checks, schedule=opts.schedule, seed=opts.seed,
-                         watchdog_s=opts.watchdog_s,
+                         watchdog_s=opts.watchdog_s, threads=backend.options.num_threads,
                          trace_capacity=recorder.capacity if recorder is not None else 0,
                          trace_sample=recorder.sample if recorder is not None else 0)
             for name, host, device in copies:
@@ -85,6 +85,7 @@ def launch(backend: Any, kernel: CPUKernel, grid: Any, block: Any, args: tuple,
             signature=result.signature,
             occupancy_of=_occupancy_of(backend.profile, kernel, result.signature, block3, shared,
                                        result.stats.static_shared_bytes))
+        record.extra["host_threads"] = result.host_threads
         if opts.flops is not None:
             record.extra["flops"] = opts.flops
         if result.trace is not None:

@@ -92,8 +92,11 @@ class CPUBackend(Backend):
     seed: the shuffle's seed (an int >= 0, or None for a fresh one).
     watchdog_s: stop kernels that run longer than this many seconds (None: never).
     host_memory_budget_bytes: host memory the simulation may use (default: half of RAM).
-    num_threads, use_numba: accepted for the seed interface; the simulator vectorises with numpy
-    in one host thread, so they do not change how kernels run.
+    num_threads: host threads that run a large launch's blocks side by side (None, the default:
+    one per core this process may use; 1: one after another). A launch is split only where
+    that cannot change what it computes or reports (see gpukit.sim.parallel);
+    `launches[-1].extra["host_threads"]` says how many ran it.
+    use_numba: accepted for the seed interface; the simulator always compiles with Numba.
     """
 
     version = "0.1.0"

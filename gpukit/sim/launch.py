@@ -22,7 +22,7 @@ import numba
 import numpy as np
 
 from ..errors import InvalidDeviceArrayError, UnsupportedKernelError, as_numba_cuda_error
-from . import cache
+from . import cache, parallel
 from . import layout as L
 from .compiler import collector_paused, cuda_typecheck
 from .device_array import interface_view
@@ -69,6 +69,7 @@ class LaunchResult:
     traced_blocks: int = 0  # blocks the trace recorded (all of them unless sampled)
     trace_complete: bool = True  # False: a sampled trace filled up before its blocks ended
     signature: tuple = ()  # Numba's types of the arguments, as the kernel was compiled for them
+    host_threads: int = 1  # host threads that ran its blocks (gpukit.sim.parallel)
 
 
 @dataclass(slots=True)
@@ -97,6 +98,13 @@ class Workspace:
         self._buffers: dict[str, np.ndarray] = {}
         self._addresses: dict[str, int] = {}
         self.generation = next(_generations)
+        self._helpers: list[Workspace] = []  # the other host threads' (gpukit.sim.parallel)
+
+    def helper(self, k: int) -> Workspace:
+        """The scratch memory of the `k`-th extra host thread that runs a launch's blocks."""
+        while len(self._helpers) <= k:
+            self._helpers.append(Workspace())
+        return self._helpers[k]
 
     def get(self, name: str, nbytes: int, zero: bool = False) -> np.ndarray:
         buf = self._buffers.get(name)
@@ -119,6 +127,8 @@ class Workspace:
         for name, buf in self._buffers.items():
             if name.startswith("rec") or name.endswith("init"):
                 buf[:] = 0
+        for helper in self._helpers:
+            helper.clear_records()
 
 
 class _Watchdog:
@@ -131,12 +141,12 @@ class _Watchdog:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._armed: tuple[np.ndarray, float] | None = None
+        self._armed: tuple[list[np.ndarray], float] | None = None
         self._thread: threading.Thread | None = None
 
-    def arm(self, context: np.ndarray, seconds: float) -> None:
+    def arm(self, contexts: list[np.ndarray], seconds: float) -> None:
         with self._lock:
-            self._armed = (context, time.monotonic() + seconds)
+            self._armed = (contexts, time.monotonic() + seconds)
             if self._thread is None:
                 self._thread = threading.Thread(target=self._run, name="gpukit-watchdog",
                                                 daemon=True)
@@ -151,7 +161,8 @@ class _Watchdog:
             with self._lock:
                 armed = self._armed
                 if armed is not None and armed[1] <= time.monotonic():
-                    armed[0][L.STOP] = 1
+                    for context in armed[0]:
+                        context[L.STOP] = 1
                     self._armed = armed = None
             left = self.PERIOD if armed is None else armed[1] - time.monotonic()
             time.sleep(min(max(left, 0.0), self.PERIOD))
@@ -176,12 +187,15 @@ def _shift(n: int) -> int:
 def run(kernel: SimKernel, memory: DeviceMemory, workspace: Workspace, args: tuple, *,
         grid: tuple[int, int, int], block: tuple[int, int, int], dynamic_shared_bytes: int,
         checks: dict[str, bool], schedule: str, seed: int | None, watchdog_s: float | None,
-        trace_capacity: int = 0, trace_sample: int = 0) -> LaunchResult:
+        trace_capacity: int = 0, trace_sample: int = 0, threads: int | None = None
+        ) -> LaunchResult:
     """Run `kernel` over grid x block threads with `args` (device arrays and scalars).
 
     trace_capacity: record up to this many accesses (0: no trace); more stop the launch with
     TraceCapacityError, unless `trace_sample` (k > 0) asks for a sample: then only about k blocks
-    evenly spread over the grid are recorded, and a full trace just stops recording."""
+    evenly spread over the grid are recorded, and a full trace just stops recording.
+    threads: host threads that may run the launch's blocks side by side (None: one per core
+    this process may use; see `_threads_for`)."""
     tpb = block[0] * block[1] * block[2]
     nblocks = grid[0] * grid[1] * grid[2]
     key = _plan_key(kernel, workspace, args, grid, block, dynamic_shared_bytes, checks)
@@ -193,6 +207,7 @@ def run(kernel: SimKernel, memory: DeviceMemory, workspace: Workspace, args: tup
     pointed: dict = {}
     if plan is not None:  # a launch that repeats an earlier one's binding
         c, infos, values = plan.replay(kernel, args)
+        apart = plan.apart
         arrays, fresh = _arrays(args), []
     else:
         pointed = _pointed(kernel, memory, args) if kernel.pointers else {}
@@ -213,16 +228,17 @@ def run(kernel: SimKernel, memory: DeviceMemory, workspace: Workspace, args: tup
         memory.host_budget.take(trace_bytes, f"a trace of up to {trace_capacity:,} accesses")
     try:
         if plan is None:
-            values = _bind(kernel, memory, args, checks, c, keep, infos, captured, pointed,
-                           grid, block)
+            values, apart = _bind(kernel, memory, args, checks, c, keep, infos, captured,
+                                  pointed, grid, block)
             _fill(kernel, workspace, c, checks, grid, block, tpb, nblocks, dynamic_shared_bytes,
                   infos)
             if key is not None:
                 plan = _remember(kernel, workspace, args, grid, block, dynamic_shared_bytes,
-                                 checks, c, infos)
+                                 checks, c, infos, apart)
+        workers = _threads_for(kernel, threads, apart, schedule, trace_capacity, tpb, nblocks)
         result = _run(kernel, memory, workspace, values, grid, block, dynamic_shared_bytes,
                       schedule, seed, watchdog_s, trace_capacity, trace_sample, c, keep, infos, tpb,
-                      nblocks, plan)
+                      nblocks, plan, workers)
     except BaseException:  # race records this launch made go with it; older ones stay
         for alloc in fresh:
             if not alloc.freed:
@@ -248,6 +264,7 @@ class _Plan:
     context: np.ndarray
     infos: list
     refs: tuple  # per argument: a weak reference to the device array, None for a scalar
+    apart: bool  # no block writes global memory another block may touch (`_bind`)
     driver: Any = None
     sig: tuple = ()
     types: Any = None
@@ -267,6 +284,22 @@ class _Plan:
                 infos[k] = SlotInfo(kernel.param_names[k], "global", arg.shape, arg.dtype, arg)
                 values.append(arg.host_view())
         return self.context.copy(), infos, values
+
+
+def _threads_for(kernel: SimKernel, threads: int | None, apart: bool, schedule: str,
+                 trace_capacity: int, tpb: int, nblocks: int) -> int:
+    """How many host threads run the launch's blocks (gpukit.sim.parallel): one, unless its
+    blocks are independent (`apart`: no global memory that one block writes and another may
+    touch; no grid.sync(), fences or print(), whose order spans blocks), the launch is large and
+    in the ordered schedule (the shuffle's seeded order is one order), and nothing is traced."""
+    if threads == 1 or not apart or schedule == "shuffle" or trace_capacity \
+            or tpb * nblocks < parallel.MIN_THREADS or nblocks < 2:
+        return 1
+    if kernel.cooperative or kernel.uses_fences or kernel.prints or (
+            kernel.generator and not kernel.regions):
+        return 1
+    wanted = threads if threads is not None else parallel.usable_cores()
+    return max(1, min(wanted, parallel.MAX_THREADS, nblocks))
 
 
 def _plan_key(kernel: SimKernel, workspace: Workspace, args: tuple, grid: tuple, block: tuple,
@@ -293,7 +326,7 @@ def _plan_key(kernel: SimKernel, workspace: Workspace, args: tuple, grid: tuple,
 
 def _remember(kernel: SimKernel, workspace: Workspace, args: tuple, grid: tuple, block: tuple,
               dynamic_shared_bytes: int, checks: dict[str, bool], c: np.ndarray,
-              infos: list) -> _Plan:
+              infos: list, apart: bool) -> _Plan:
     """Keep the binding just made, under the key the next launch with these arguments will find
     (binding may have made the arguments' masks and records)."""
     if len(kernel.plans) >= 8:
@@ -303,7 +336,7 @@ def _remember(kernel: SimKernel, workspace: Workspace, args: tuple, grid: tuple,
     for k, ref in enumerate(refs):
         if ref is not None:
             kept[k] = None  # an argument's own: made again at each launch
-    plan = _Plan(c.copy(), kept, refs)
+    plan = _Plan(c.copy(), kept, refs, apart)
     key = _plan_key(kernel, workspace, args, grid, block, dynamic_shared_bytes, checks)
     kernel.plans[key] = plan
     return plan
@@ -326,22 +359,12 @@ def _run(kernel: SimKernel, memory: DeviceMemory, workspace: Workspace, values: 
          grid: tuple[int, int, int], block: tuple[int, int, int], dynamic_shared_bytes: int,
          schedule: str, seed: int | None, watchdog_s: float | None, trace_capacity: int,
          trace_sample: int, c: np.ndarray, keep: list, infos: list, tpb: int, nblocks: int,
-         plan: _Plan | None) -> LaunchResult:
+         plan: _Plan | None, workers: int) -> LaunchResult:
     if memory.race_stamp + 1 >= STAMP_LIMIT:
         _renumber(memory, workspace)
     c[L.STAMP] = memory.race_stamp
     c[L.LAUNCH_STAMP] = memory.race_stamp + 1
-    if kernel.generator:
-        c[L.XCH] = workspace.address("xch", L.xch_bytes(tpb), zero=True)
-    if kernel.regions:
-        nv = max(len(kernel.unit.region_vars), 1)
-        c[L.REGION_VARS] = workspace.address("regions", nv * tpb * 8)
-    if kernel.generator or kernel.uses_fences:
-        c[L.BLOCK_STARTS] = workspace.address("starts", (nblocks + 1) * 8, zero=True)
-    if kernel.uses_fences:
-        # per block run, then per thread of the running block (its entries older than the
-        # block are stale): a fence's stamp and the atomic sequence number that released it
-        c[L.RELEASES] = workspace.address("releases", 2 * (nblocks + tpb) * 8, zero=True)
+    _scratch(kernel, workspace, c, tpb, nblocks)
     if kernel.cooperative:
         keep.append(_grid_sync_table(kernel, workspace, c, nblocks, tpb))
     if schedule == "shuffle":
@@ -372,13 +395,19 @@ def _run(kernel: SimKernel, memory: DeviceMemory, workspace: Workspace, values: 
         driver, sig, types = _compiled_driver(kernel, values)
         if plan is not None:
             plan.driver, plan.sig, plan.types = driver, sig, types
+    contexts = [c]
+    if workers > 1:
+        contexts = _shares(kernel, workspace, c, workers, dynamic_shared_bytes, tpb, nblocks,
+                           len(infos), keep)
     start = time.perf_counter()
     error = None
     if watchdog_s:
-        WATCHDOG.arm(c, watchdog_s)
+        WATCHDOG.arm(contexts, watchdog_s)
     try:
         if kernel.generator and not kernel.regions:
             _run_generators(driver, c, values, workspace)
+        elif workers > 1:
+            parallel.run(driver, contexts, values, c)
         else:
             driver(c, *values)
     except Trap:
@@ -410,7 +439,42 @@ def _run(kernel: SimKernel, memory: DeviceMemory, workspace: Workspace, values: 
         every = int(c[L.TRACE_EVERY]) or 1
         return LaunchResult(stats, wall_ms, trace, output, traced_blocks=-(-nblocks // every),
                             trace_complete=not c[L.TRACE_FULL], signature=sig)
-    return LaunchResult(stats, wall_ms, trace, output, signature=sig)
+    return LaunchResult(stats, wall_ms, trace, output, signature=sig, host_threads=workers)
+
+
+def _scratch(kernel: SimKernel, workspace: Workspace, c: np.ndarray, tpb: int,
+             nblocks: int) -> None:
+    """The per-launch scratch memory of a kernel with sync points or fences."""
+    if kernel.generator:
+        c[L.XCH] = workspace.address("xch", L.xch_bytes(tpb), zero=True)
+    if kernel.regions:
+        nv = max(len(kernel.unit.region_vars), 1)
+        c[L.REGION_VARS] = workspace.address("regions", nv * tpb * 8)
+    if kernel.generator or kernel.uses_fences:
+        c[L.BLOCK_STARTS] = workspace.address("starts", (nblocks + 1) * 8, zero=True)
+    if kernel.uses_fences:
+        # per block run, then per thread of the running block (its entries older than the
+        # block are stale): a fence's stamp and the atomic sequence number that released it
+        c[L.RELEASES] = workspace.address("releases", 2 * (nblocks + tpb) * 8, zero=True)
+
+
+def _shares(kernel: SimKernel, workspace: Workspace, c: np.ndarray, workers: int, dynamic: int,
+            tpb: int, nblocks: int, nslots: int, keep: list) -> list[np.ndarray]:
+    """A context per host thread (gpukit.sim.parallel): `c` with a contiguous share of the
+    blocks as its run order, and, past the first, shared, local and scratch memory of its own
+    (from a helper workspace)."""
+    contexts = []
+    for k, runs in enumerate(parallel.shares(nblocks, workers)):
+        share = c.copy()
+        if k > 0:
+            ws, infos = workspace.helper(k - 1), [None] * nslots
+            _shared(kernel, ws, share, dynamic, infos)
+            _local(kernel, ws, share, tpb, infos)
+            _scratch(kernel, ws, share, tpb, nblocks)
+        share[L.ORDER], share[L.NBLOCKS] = runs.ctypes.data, len(runs)
+        keep.append(runs)
+        contexts.append(share)
+    return contexts
 
 
 def _run_generators(driver: Any, c: np.ndarray, values: list, workspace: Workspace) -> None:
@@ -521,7 +585,11 @@ def _type_key(value: Any) -> Any:
 
 def _bind(kernel: SimKernel, memory: DeviceMemory, args: tuple, checks: dict[str, bool],
           c: np.ndarray, keep: list, infos: list[SlotInfo], captured: list,
-          pointed: dict, grid: tuple[int, int, int], block: tuple[int, int, int]) -> list:
+          pointed: dict, grid: tuple[int, int, int], block: tuple[int, int, int]
+          ) -> tuple[list, bool]:
+    """Bind the arguments to the context's slots; (the values the driver takes, whether every
+    global allocation the kernel may write is one only a single thread touches each element
+    of, so that blocks are independent of one another)."""
     if len(args) != len(kernel.param_names):
         raise TypeError(f"kernel '{kernel.name}' takes {len(kernel.param_names)} arguments "
                         f"({', '.join(kernel.param_names)}), got {len(args)}")
@@ -575,7 +643,7 @@ def _bind(kernel: SimKernel, memory: DeviceMemory, args: tuple, checks: dict[str
                       for j, (label, array) in enumerate(leaves)])
         extra += len(leaves)
         values.append(_replaced(arg, views))
-    return values
+    return values, not written
 
 
 def _thread_private(kernel: SimKernel, args: tuple, others: list[DeviceArray],

@@ -1,0 +1,328 @@
+"""A launch's blocks on several host threads (gpukit.sim.parallel): the same results, counters
+and errors as one thread, and one thread wherever blocks could see one another's writes."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from numba import cuda, float32
+
+from gpukit.backends.cpu import CPUBackend
+from gpukit.errors import (
+    KernelArithmeticError,
+    KernelTimeoutError,
+    OutOfBoundsError,
+    RaceConditionError,
+    UninitializedMemoryError,
+)
+from gpukit.sim import parallel
+
+TILE = 8
+
+
+@pytest.fixture(autouse=True)
+def any_size(monkeypatch):
+    """Test-sized launches are split too (real ones only from parallel.MIN_THREADS threads)."""
+    monkeypatch.setattr(parallel, "MIN_THREADS", 0)
+
+
+@pytest.fixture
+def splits(monkeypatch):
+    """The number of host threads of each launch that was split, failed ones included."""
+    seen: list[int] = []
+    run = parallel.run
+
+    def counted(driver, contexts, values, c):
+        seen.append(len(contexts))
+        run(driver, contexts, values, c)
+    monkeypatch.setattr(parallel, "run", counted)
+    return seen
+
+
+def vector_add(a, b, out):
+    i = cuda.grid(1)
+    if i < out.size:
+        out[i] = a[i] + b[i]
+
+
+def matmul_tiled(A, B, C):
+    sA = cuda.shared.array((TILE, TILE), float32)
+    sB = cuda.shared.array((TILE, TILE), float32)
+    col, row = cuda.grid(2)
+    tx, ty = cuda.threadIdx.x, cuda.threadIdx.y
+    acc = float32(0.0)
+    for t in range((A.shape[1] + TILE - 1) // TILE):
+        k0 = t * TILE
+        sA[ty, tx] = A[row, k0 + tx] if row < A.shape[0] and k0 + tx < A.shape[1] else 0.0
+        sB[ty, tx] = B[k0 + ty, col] if col < B.shape[1] and k0 + ty < B.shape[0] else 0.0
+        cuda.syncthreads()
+        for k in range(TILE):
+            acc += sA[ty, k] * sB[k, tx]
+        cuda.syncthreads()
+    if row < C.shape[0] and col < C.shape[1]:
+        C[row, col] = acc
+
+
+def local_median3(a, out):
+    """Each thread sorts three values in a local array and keeps the middle one."""
+    i = cuda.grid(1)
+    if i < out.shape[0]:
+        tmp = cuda.local.array(3, float32)
+        for k in range(3):
+            tmp[k] = a[i, k]
+        for p in range(3):
+            for q in range(2 - p):
+                if tmp[q] > tmp[q + 1]:
+                    tmp[q], tmp[q + 1] = tmp[q + 1], tmp[q]
+        out[i] = tmp[1]
+
+
+def coordinates(out):
+    """Every thread writes its block and thread coordinates at its own place."""
+    x, y, z = cuda.grid(3)
+    if x < out.shape[0] and y < out.shape[1] and z < out.shape[2]:
+        out[x, y, z] = (((cuda.blockIdx.x * 7 + cuda.blockIdx.y) * 5 + cuda.blockIdx.z) * 1024
+                        + (cuda.threadIdx.x * 11 + cuda.threadIdx.y) * 3 + cuda.threadIdx.z)
+
+
+def coordinates_reference(shape, block):
+    x, y, z = np.indices(shape)
+    bx, tx = np.divmod(x, block[0])
+    by, ty = np.divmod(y, block[1])
+    bz, tz = np.divmod(z, block[2])
+    return (((bx * 7 + by) * 5 + bz) * 1024 + (tx * 11 + ty) * 3 + tz).astype(np.int64)
+
+
+def launch(backend, kernel, grid, block, *host_args, outputs=(), **options):
+    """Launch `kernel` on device copies of `host_args` and fresh (uninitialised) arrays of the
+    (shape, dtype) in `outputs`; returns (the outputs on the host, the launch's record)."""
+    args = [backend.to_device(a) for a in host_args]
+    outs = [backend.allocate(shape, dtype) for shape, dtype in outputs]
+    backend.launch_kernel(backend.compile_kernel(kernel), grid, block, *args, *outs, **options)
+    backend.synchronize()
+    return [backend.to_host(o) for o in outs], backend.launches[-1]
+
+
+def both(kernel, grid, block, *host_args, outputs=(), threads=3):
+    """The same launch on one host thread and on `threads`: (serial, parallel) results."""
+    return [launch(CPUBackend(num_threads=n), kernel, grid, block, *host_args, outputs=outputs)
+            for n in (1, threads)]
+
+
+def _stats(record):
+    s = record.stats
+    return (s.global_load_bytes, s.global_store_bytes, s.shared_load_bytes,
+            s.shared_store_bytes, s.barriers, s.sites)
+
+
+def test_vector_add_matches_one_thread_and_numpy():
+    rng = np.random.default_rng(1)
+    a, b = rng.random(10_000, np.float32), rng.random(10_000, np.float32)
+    (serial, one), (split, many) = both(vector_add, 40, 256, a, b,
+                                        outputs=[((10_000,), np.float32)])
+    np.testing.assert_array_equal(split[0], a + b)
+    np.testing.assert_array_equal(split[0], serial[0])
+    assert (one.extra["host_threads"], many.extra["host_threads"]) == (1, 3)
+    assert _stats(many) == _stats(one)
+
+
+def test_tiled_matmul_with_shared_memory_and_barriers():
+    rng = np.random.default_rng(2)
+    A, B = rng.random((37, 29), np.float32), rng.random((29, 45), np.float32)
+    grid = (math.ceil(45 / TILE), math.ceil(37 / TILE))
+    (serial, one), (split, many) = both(matmul_tiled, grid, (TILE, TILE), A, B,
+                                        outputs=[((37, 45), np.float32)], threads=4)
+    np.testing.assert_allclose(split[0], A @ B, rtol=1e-5)
+    np.testing.assert_array_equal(split[0], serial[0])
+    assert many.extra["host_threads"] == 4
+    assert _stats(many) == _stats(one)
+    assert many.stats.barriers == one.stats.barriers > 0
+
+
+def test_local_arrays_are_per_host_thread():
+    a = np.random.default_rng(3).random((3000, 3), np.float32)
+    (serial, _), (split, many) = both(local_median3, 12, 256, a,
+                                      outputs=[((3000,), np.float32)])
+    np.testing.assert_array_equal(split[0], np.median(a, axis=1))
+    np.testing.assert_array_equal(split[0], serial[0])
+    assert many.extra["host_threads"] == 3
+
+
+@settings(max_examples=25, deadline=None)
+@given(shape=st.tuples(st.integers(1, 20), st.integers(1, 9), st.integers(1, 5)),
+       block=st.tuples(st.integers(1, 8), st.integers(1, 4), st.integers(1, 3)),
+       threads=st.integers(2, 5))
+def test_every_thread_sees_its_own_coordinates(shape, block, threads):
+    grid = tuple(-(-n // b) for n, b in zip(shape, block))
+    (out,), record = launch(CPUBackend(num_threads=threads), coordinates, grid, block,
+                            outputs=[(shape, np.int64)])
+    np.testing.assert_array_equal(out, coordinates_reference(shape, block))
+    nblocks = grid[0] * grid[1] * grid[2]
+    assert record.extra["host_threads"] == (min(threads, nblocks) if nblocks > 1 else 1)
+
+
+# -- launches that stay on one thread ---------------------------------------------------------
+def block_sums(a, out):
+    """out[blockIdx.x]: written by one thread per block, but not at its own grid index."""
+    s = cuda.shared.array(64, float32)
+    s[cuda.threadIdx.x] = a[cuda.grid(1)]
+    cuda.syncthreads()
+    if cuda.threadIdx.x == 0:
+        acc = float32(0.0)
+        for k in range(64):
+            acc += s[k]
+        out[cuda.blockIdx.x] = acc
+
+
+def count_all(a, counter):
+    cuda.atomic.add(counter, 0, a[cuda.grid(1)])
+
+
+def shout(out):
+    i = cuda.grid(1)
+    if i == 0:
+        print("hello")
+    out[i] = i
+
+
+def test_blocks_that_share_written_memory_run_on_one_thread():
+    a = np.ones(640, np.float32)
+    (sums,), record = launch(CPUBackend(num_threads=4), block_sums, 10, 64, a,
+                             outputs=[((10,), np.float32)])
+    np.testing.assert_array_equal(sums, np.full(10, 64, np.float32))
+    assert record.extra["host_threads"] == 1
+    backend = CPUBackend(num_threads=4)
+    counter = backend.to_device(np.zeros(1, np.float32))
+    backend.launch_kernel(backend.compile_kernel(count_all), 10, 64, backend.to_device(a),
+                          counter)
+    assert backend.to_host(counter)[0] == 640
+    assert backend.launches[-1].extra["host_threads"] == 1
+
+
+def test_prints_shuffles_traces_and_small_launches_run_on_one_thread(monkeypatch, capsys):
+    _, record = launch(CPUBackend(num_threads=4), shout, 8, 32, outputs=[((256,), np.int64)])
+    assert capsys.readouterr().out == "hello\n" and record.extra["host_threads"] == 1
+    a = np.ones(2048, np.float32)
+    for options in ({"schedule": "shuffle", "seed": 3}, {"trace": True}):
+        _, record = launch(CPUBackend(num_threads=4), vector_add, 8, 256, a, a,
+                           outputs=[((2048,), np.float32)], **options)
+        assert record.extra["host_threads"] == 1, options
+    _, record = launch(CPUBackend(num_threads=4), vector_add, 1, 256, a[:256], a[:256],
+                       outputs=[((256,), np.float32)])
+    assert record.extra["host_threads"] == 1  # one block
+    monkeypatch.setattr(parallel, "MIN_THREADS", 4096)
+    _, record = launch(CPUBackend(num_threads=4), vector_add, 8, 256, a, a,
+                       outputs=[((2048,), np.float32)])
+    assert record.extra["host_threads"] == 1  # 2,048 threads: too few to split
+    _, record = launch(CPUBackend(), vector_add, 16, 256, np.ones(4096, np.float32),
+                       np.ones(4096, np.float32), outputs=[((4096,), np.float32)])
+    assert record.extra["host_threads"] == min(parallel.usable_cores(), 16)
+
+
+# -- errors: the one a launch on one thread reports ----------------------------------------------
+def read_past_end(out, a, bad_blocks):
+    i = cuda.grid(1)
+    j = i
+    for k in range(bad_blocks.size):
+        if cuda.blockIdx.x == bad_blocks[k] and cuda.threadIdx.x == 5:
+            j += a.size
+    out[i] = a[j]
+
+
+def read_unwritten(scratch, out, bad_block):
+    i = cuda.grid(1)
+    if cuda.blockIdx.x != bad_block:
+        scratch[i] = 2.0
+    out[i] = scratch[i] * 2.0
+
+
+def divide(out, bad_block):
+    i = cuda.grid(1)
+    d = 0 if cuda.blockIdx.x == bad_block and cuda.threadIdx.x == 3 else 1
+    out[i] = i // d
+
+
+def _error(threads, kernel, *args, nblocks=12, outputs=((3072,), np.float32), error=Exception):
+    backend = CPUBackend(num_threads=threads)
+    out = backend.allocate(*outputs)
+    args = [backend.to_device(a) if isinstance(a, np.ndarray) else a for a in args]
+    with pytest.raises(error) as info:
+        backend.launch_kernel(backend.compile_kernel(kernel), nblocks, 256, out, *args)
+    return str(info.value), backend
+
+
+def _vector_add_on(backend):
+    a = backend.to_device(np.ones(3072, np.float32))
+    out = backend.allocate(3072, np.float32)
+    backend.launch_kernel(backend.compile_kernel(vector_add), 12, 256, a, a, out)
+    np.testing.assert_array_equal(backend.to_host(out), 2.0)
+    return backend.launches[-1].extra["host_threads"]
+
+
+@pytest.mark.parametrize("bad", [[10], [2, 10], [7, 3], [0]])
+def test_out_of_bounds_names_the_first_failing_block(bad, splits):
+    """Blocks 0-3, 4-7 and 8-11 run on three threads: the error is the first in block order,
+    whichever share's thread stops first."""
+    bad = np.array(bad, np.int64)
+    a = np.zeros(3072, np.float32)
+    serial, _ = _error(1, read_past_end, a, bad, error=OutOfBoundsError)
+    split, backend = _error(3, read_past_end, a, bad, error=OutOfBoundsError)
+    assert splits == [3]
+    assert split == serial
+    assert f"block ({bad.min()}, 0, 0)" in split
+    assert _vector_add_on(backend) == 3  # the helper threads are free again
+
+
+def test_uninitialised_read_and_division_by_zero_are_reported_as_on_one_thread(splits):
+    for threads in (1, 3):
+        backend = CPUBackend(num_threads=threads)
+        scratch, out = backend.allocate(3072, np.float32), backend.allocate(3072, np.float32)
+        with pytest.raises(UninitializedMemoryError) as info:
+            backend.launch_kernel(backend.compile_kernel(read_unwritten), 12, 256, scratch, out,
+                                  9)
+        assert "block (9, 0, 0)" in str(info.value)
+        if threads == 1:
+            serial = str(info.value)
+        else:
+            assert str(info.value) == serial
+    serial, _ = _error(1, divide, 6, outputs=((3072,), np.int64), error=KernelArithmeticError)
+    split, _ = _error(3, divide, 6, outputs=((3072,), np.int64), error=KernelArithmeticError)
+    assert split == serial and "thread (3, 0, 0), block (6, 0, 0)" in split
+    assert splits == [3, 3]
+
+
+def spin_in_block(out, block):
+    i = cuda.grid(1)
+    if cuda.blockIdx.x == block:
+        while out[i] >= 0.0:
+            out[i] += 1.0
+    out[i] = 0.0
+
+
+def test_the_watchdog_stops_every_host_thread(splits):
+    backend = CPUBackend(num_threads=3, watchdog_s=0.3)
+    out = backend.to_device(np.zeros(3072, np.float32))
+    with pytest.raises(KernelTimeoutError, match="block \\(9, 0, 0\\)"):
+        backend.launch_kernel(backend.compile_kernel(spin_in_block), 12, 256, out, 9)
+    assert splits == [3]
+    assert _vector_add_on(backend) == 3
+
+
+def neighbour_race(out):
+    i = cuda.grid(1)
+    out[(i + 1) % out.size] = out[i] + 1.0
+
+
+def test_race_records_after_a_split_launch_still_find_races():
+    """The stamps a split launch leaves behind are the latest any of its threads reached: a
+    launch after it still tells a race from an older record."""
+    backend = CPUBackend(num_threads=3)
+    assert _vector_add_on(backend) == 3
+    out = backend.to_device(np.zeros(3072, np.float32))
+    with pytest.raises(RaceConditionError):
+        backend.launch_kernel(backend.compile_kernel(neighbour_race), 12, 256, out)
+    assert _vector_add_on(backend) == 3
