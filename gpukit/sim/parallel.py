@@ -21,8 +21,10 @@ import numpy as np
 
 from . import layout as L
 
-MIN_THREADS = 1 << 17  # GPU threads; smaller launches run on one host thread: handing out
-#                        shares costs more than it saves (measured in benchmarks/SCALING.md)
+# GPU threads; smaller launches run on one host thread: there, handing out the shares costs
+# more than it saves (a vector add of 2^17 floats on 2 cores: 1.47 ms split, 1.09 ms not; of
+# 2^18, 1.35 and 1.93 ms: benchmarks/SCALING.md, 2026-12-06)
+MIN_THREADS = 1 << 18
 MAX_THREADS = 16
 
 _pool: ThreadPoolExecutor | None = None
