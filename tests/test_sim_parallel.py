@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from numba import cuda, float32
 
+from benchmarks.kernels import TILE, matmul_tiled
 from gpukit.backends.cpu import CPUBackend
 from gpukit.errors import (
     KernelArithmeticError,
@@ -20,8 +21,6 @@ from gpukit.errors import (
     UninitializedMemoryError,
 )
 from gpukit.sim import parallel
-
-TILE = 8
 
 
 @pytest.fixture(autouse=True)
@@ -47,24 +46,6 @@ def vector_add(a, b, out):
     i = cuda.grid(1)
     if i < out.size:
         out[i] = a[i] + b[i]
-
-
-def matmul_tiled(A, B, C):
-    sA = cuda.shared.array((TILE, TILE), float32)
-    sB = cuda.shared.array((TILE, TILE), float32)
-    col, row = cuda.grid(2)
-    tx, ty = cuda.threadIdx.x, cuda.threadIdx.y
-    acc = float32(0.0)
-    for t in range((A.shape[1] + TILE - 1) // TILE):
-        k0 = t * TILE
-        sA[ty, tx] = A[row, k0 + tx] if row < A.shape[0] and k0 + tx < A.shape[1] else 0.0
-        sB[ty, tx] = B[k0 + ty, col] if col < B.shape[1] and k0 + ty < B.shape[0] else 0.0
-        cuda.syncthreads()
-        for k in range(TILE):
-            acc += sA[ty, k] * sB[k, tx]
-        cuda.syncthreads()
-    if row < C.shape[0] and col < C.shape[1]:
-        C[row, col] = acc
 
 
 def local_median3(a, out):

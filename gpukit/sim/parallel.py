@@ -22,8 +22,8 @@ import numpy as np
 from . import layout as L
 
 # GPU threads; smaller launches run on one host thread: there, handing out the shares costs
-# more than it saves (a vector add of 2^17 floats on 2 cores: 1.47 ms split, 1.09 ms not; of
-# 2^18, 1.35 and 1.93 ms: benchmarks/SCALING.md, 2026-12-06)
+# more than it saves (`python -m benchmarks.scaling` on 2 cores with this at 2^17, 2026-12-06:
+# a vector add of 2^17 floats took 1.47 ms split and 1.09 ms not; of 2^18, 1.35 and 1.93 ms)
 MIN_THREADS = 1 << 18
 MAX_THREADS = 16
 
