@@ -72,7 +72,7 @@ def run(driver: Any, contexts: list[np.ndarray], values: list, c: np.ndarray) ->
     try:
         one(0)
         wait(futures)
-    except BaseException:  # (KeyboardInterrupt while waiting) no share runs on unseen
+    except BaseException:  # a KeyboardInterrupt while waiting: stop every share first
         for context in contexts:
             context[L.STOP] = 1
         wait(futures)
