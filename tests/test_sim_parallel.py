@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from numba import cuda, float32
 
-from benchmarks.kernels import TILE, matmul_tiled
+from benchmarks.kernels import TILE, matmul_tiled, vector_add
 from gpukit.backends.cpu import CPUBackend
 from gpukit.errors import (
     KernelArithmeticError,
@@ -40,12 +40,6 @@ def splits(monkeypatch):
         run(driver, contexts, values, c)
     monkeypatch.setattr(parallel, "run", counted)
     return seen
-
-
-def vector_add(a, b, out):
-    i = cuda.grid(1)
-    if i < out.size:
-        out[i] = a[i] + b[i]
 
 
 def local_median3(a, out):
