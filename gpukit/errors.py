@@ -140,6 +140,20 @@ class RaceConditionError(KernelError):
         super().__init__(message, **where)
 
 
+class StreamRaceError(RaceConditionError):
+    """Two operations on different streams (copies, kernels) touch one element, at least one
+    writing, and nothing orders them: on a GPU they may run at the same time.
+
+    `stream` is the later operation's stream, `other_stream` the earlier one's (0: the default
+    stream).
+    """
+
+    def __init__(self, message: str, *, stream: int, other_stream: int):
+        self.stream = stream
+        self.other_stream = other_stream
+        super().__init__(message)
+
+
 class BarrierError(KernelError):
     """Threads of a block waited at different barriers, or some exited while others waited."""
 

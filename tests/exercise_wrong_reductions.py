@@ -682,7 +682,7 @@ def _affine(x, y):
 
 
 def _pipeline(backend, h_in, h_out, n, TPB, chunks, streams, sync_each=False, stage=False,
-              chunk=None):
+              chunk=None, back_shift=0):
     kernel = backend.compile_kernel(_affine)
     d_in = backend.allocate(n, np.float32)
     d_out = backend.allocate(n, np.float32)
@@ -696,7 +696,8 @@ def _pipeline(backend, h_in, h_out, n, TPB, chunks, streams, sync_each=False, st
         source = np.array(h_in[part]) if stage else h_in[part]  # a pageable copy when staged
         backend.copy_to_device(source, d_in[part], stream=s)
         kernel[(size + TPB - 1) // TPB, TPB, s](d_in[part], d_out[part])
-        backend.to_host(d_out[part], out=h_out[part], stream=s)
+        back = streams[(c + back_shift) % len(streams)]
+        backend.to_host(d_out[part], out=h_out[part], stream=back)
         if sync_each:
             backend.synchronize()
     backend.synchronize()
@@ -719,6 +720,13 @@ def stream_overlap_sync_each_chunk(backend, h_in, h_out, n, TPB, CHUNKS):
 def stream_overlap_pageable_staging(backend, h_in, h_out, n, TPB, CHUNKS):
     streams = [backend.stream() for _ in range(CHUNKS)]
     _pipeline(backend, h_in, h_out, n, TPB, CHUNKS, streams, stage=True)
+
+
+def stream_overlap_copies_back_on_the_next_stream(backend, h_in, h_out, n, TPB, CHUNKS):
+    # right on the simulator's clock, which runs everything in issue order; on a GPU the copy
+    # back may run before the kernel that writes its chunk has finished
+    streams = [backend.stream() for _ in range(CHUNKS)]
+    _pipeline(backend, h_in, h_out, n, TPB, CHUNKS, streams, back_shift=1)
 
 
 def stream_overlap_drops_the_remainder(backend, h_in, h_out, n, TPB, CHUNKS):
@@ -786,5 +794,7 @@ WRONG_REDUCTIONS = [
     ("stream_overlap", stream_overlap_sync_each_chunk, "no_overlap", "no copy overlaps"),
     ("stream_overlap", stream_overlap_pageable_staging, "sync_copy", "pageable"),
     ("stream_overlap", stream_overlap_drops_the_remainder, "unwritten", "never written"),
+    ("stream_overlap", stream_overlap_copies_back_on_the_next_stream, "StreamRaceError",
+     "data race between streams"),
     ("stream_overlap", stream_overlap_on_the_host, "host_compute", "compute on the device"),
 ]

@@ -341,8 +341,10 @@ def test_implicit_transfers_surround_their_kernel(be):
        st.integers(1, 3))
 def test_timeline_invariants(ops, copy_engines):
     """Whatever is issued: streams run in order, an engine runs one thing at a time, and the
-    default stream overlaps nothing."""
-    be = CPUBackend(device=dataclasses.replace(T4, copy_engines=copy_engines))
+    default stream overlaps nothing. (The operations touch one array from several streams
+    unordered: data races between streams, which this test of modeled times leaves unchecked.)"""
+    be = CPUBackend(device=dataclasses.replace(T4, copy_engines=copy_engines),
+                    checks={"races": False})
     dev = be.to_device(np.ones(1024, np.float32))
     be.reset_timeline()
     streams = [0, *(be.stream() for _ in range(3))]

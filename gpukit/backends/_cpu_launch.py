@@ -24,6 +24,7 @@ from ..occupancy.resources import theoretical_occupancy
 from ..sim.launch import run
 from ..sim.memory import DeviceArray
 from ..sim.report import TraceCapacityError
+from ..sim.stream_order import Access, described
 from ..timing.model import model_launch
 from ..utils import map_tuple, tuple_items
 from ._cpu_kernel import CPUKernel
@@ -58,6 +59,13 @@ def launch(backend: Any, kernel: CPUKernel, grid: Any, block: Any, args: tuple,
     _check_arguments(kernel, args)
     with timeline.launching():
         device_args, copies = _device_arguments(backend, kernel, args)
+        try:
+            timeline.issue_kernel(kernel.name, opts.stream, _accesses(sim, device_args),
+                                  check=opts.checks.get("races", True))
+        except BaseException:
+            for _, _, device in copies:
+                backend.free(device)
+            raise
         recorder = opts.trace
         try:
             result = run(sim, backend.memory, backend.workspace, tuple(device_args),
@@ -96,6 +104,18 @@ def launch(backend: Any, kernel: CPUKernel, grid: Any, block: Any, args: tuple,
         record.modeled = model = model_launch(backend.profile, record)
         timeline.kernel(record.kernel, record.stream, model.ms)
     return record
+
+
+def _accesses(sim: Any, device_args: list) -> list[Access]:
+    """The device arrays a launch gives its kernel (in tuples too), each read and written as
+    its parameter's code may (`SimKernel.param_usage`): what it may race with on other streams."""
+    accesses = []
+    for name, arg in zip(sim.param_names, device_args):
+        reads, writes = sim.param_usage.get(name, (True, True))
+        for label, value in tuple_items(name, arg):
+            if isinstance(value, DeviceArray) and (reads or writes):
+                accesses.append(Access(value, writes, f"argument '{label}', {described(value)}"))
+    return accesses
 
 
 def _device_arguments(backend: Any, kernel: CPUKernel, args: tuple

@@ -35,6 +35,7 @@ from ..sim.half import supported as supported_half
 from ..sim.kernel import python_function
 from ..sim.launch import Workspace
 from ..sim.log import RecordLog
+from ..sim.stream_order import Access, described
 from ..sim.streams import SimStream, Timeline, TimelineEvent, TimelineMemory, is_pinned
 from ..sim.streams import pinned_array as sim_pinned_array
 from ..timing.model import COPY_DIRECTIONS, modeled_copy_ms
@@ -120,6 +121,7 @@ class CPUBackend(Backend):
         budget = self.options.host_memory_budget_bytes or _default_host_budget()
         # the modeled schedule copies and kernels are placed on (gpukit.sim.streams.Timeline)
         self.modeled_timeline = Timeline(self.profile)
+        self.modeled_timeline.check_races = self.options.checks["races"]  # (copies' races)
         self.memory = TimelineMemory(
             self.profile.memory_bytes, budget, backend_name=f"cpu ({self.profile.name})",
             link_ms=lambda direction, nbytes, pinned: modeled_copy_ms(
@@ -212,7 +214,8 @@ class CPUBackend(Backend):
             self.free(dev)  # leave nothing allocated behind
             raise
         self.memory.record_transfer("h2d", array.nbytes, pinned=is_pinned(array),
-                                    implicit=implicit, stream=stream)
+                                    implicit=implicit, stream=stream,
+                                    accesses=(Access(dev, True, described(dev)),))
         return dev
 
     @_one_thread_at_a_time
@@ -230,7 +233,8 @@ class CPUBackend(Backend):
         else:
             out[...] = src
         self.memory.record_transfer("d2h", dev.nbytes, pinned=is_pinned(out),
-                                    implicit=implicit, stream=stream)
+                                    implicit=implicit, stream=stream,
+                                    accesses=(Access(dev, False, described(dev)),))
         return out
 
     @_one_thread_at_a_time
@@ -244,7 +248,8 @@ class CPUBackend(Backend):
         check_copy_target(host, dev.shape, dev.dtype, operation="copy_to_device")
         dev.host_view()[...] = host
         dev.mark_written()
-        self.memory.record_transfer("h2d", dev.nbytes, pinned=pinned, stream=stream)
+        self.memory.record_transfer("h2d", dev.nbytes, pinned=pinned, stream=stream,
+                                    accesses=(Access(dev, True, described(dev)),))
         return dev
 
     @_one_thread_at_a_time

@@ -43,6 +43,10 @@ HINTS = {
     "OutOfBoundsError": "Some thread indexed past the end of an array. Blocks come whole, so a "
     "launch usually has more threads than elements: guard each access (`if i < n:`) and check "
     "the index arithmetic at the edges.",
+    "StreamRaceError": "Two operations on different streams (copies or kernels) touched the "
+    "same memory with nothing ordering them: on a GPU they may run at the same time. Put work "
+    "that must run in order on one stream, or record an event on the first stream and make "
+    "the second wait for it (ev = s1.record_event(); s2.wait_event(ev)).",
     "RaceConditionError": "Two threads touched the same element with nothing ordering them, at "
     "least one writing. Inside a block, put cuda.syncthreads() between the write and the other "
     "access; for updates many threads make to one place, use cuda.atomic.add.",

@@ -212,6 +212,9 @@ STREAM_OVERLAP = HostExerciseSpec(
            "its chunk); the host only copies.",
            "no_launch": "Launch one kernel per chunk: kernel[blocks, TPB, s](d_in[part], "
            "d_out[part]).",
+           "StreamRaceError": "Keep each chunk's copy in, kernel and copy back on the chunk's "
+           "own stream: work on one stream runs in order, work on two streams may run at the "
+           "same time unless an event orders it.",
            "host_error": "Your function itself raised: read the message, and use the `backend` "
            "argument for streams, arrays and kernels."},
 )

@@ -27,6 +27,7 @@ from ..errors import (
     InvalidDeviceArrayError,
     TransferError,
 )
+from .stream_order import Access, described
 
 if TYPE_CHECKING:
     from .memory import Allocation, DeviceMemory
@@ -241,16 +242,19 @@ class DeviceArray:
                                     f"{type(out).__name__}")
             _check_match(out, self, "copy_to_host(out=...)")
             out[...] = src
-        alloc.memory.record_transfer("d2h", nbytes, pinned=_pinned(out), stream=stream or None)
+        alloc.memory.record_transfer("d2h", nbytes, pinned=_pinned(out), stream=stream or None,
+                                     accesses=(Access(self, False, described(self)),))
         return out
 
     def copy_to_device(self, ary: Any, stream: Any = 0) -> None:
         """Copy a host array (same shape and dtype) or another device array into this one."""
         alloc = self.allocation
+        accesses = [Access(self, True, described(self))]
         if isinstance(ary, DeviceArray):
             _check_match(ary, self, "copy_to_device")
             self.host_view()[...] = ary.host_view()
             direction, pinned = "d2d", False
+            accesses.append(Access(ary, False, "its source, " + described(ary)))
         else:
             if not isinstance(ary, np.ndarray):
                 raise TransferError(
@@ -261,7 +265,7 @@ class DeviceArray:
             direction, pinned = "h2d", _pinned(ary)
         self.mark_written()
         alloc.memory.record_transfer(direction, self.nbytes, pinned=pinned,
-                                     stream=stream or None)
+                                     stream=stream or None, accesses=tuple(accesses))
 
     def mark_written(self) -> None:
         """Record that every element of this array has been written (for the uninitialised-

@@ -248,8 +248,10 @@ class DeviceMemory:
         return None
 
     def record_transfer(self, direction: str, nbytes: int, pinned: bool = False,
-                        implicit: bool = False, stream: Any = None) -> TransferRecord:
-        """Log one copy (`stream` places it on a timeline in `TimelineMemory`; unused here)."""
+                        implicit: bool = False, stream: Any = None,
+                        accesses: tuple = ()) -> TransferRecord:
+        """Log one copy (`stream` and `accesses`, the device arrays it touched, place it on a
+        timeline in `TimelineMemory`; unused here)."""
         record = TransferRecord(direction, int(nbytes), self.link_ms(direction, nbytes, pinned),
                                 pinned, implicit)
         self.transfers.append(record)

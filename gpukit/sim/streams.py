@@ -10,6 +10,10 @@ they share it). The legacy default stream (stream 0) waits for all streams and a
 for it. The host issues work instantly and waits only where CUDA makes it wait: synchronous
 copies, copies from or to pageable memory, and synchronisations. Nothing here is measured, and
 caches, coalescing, occupancy and clocks are not modeled (see `gpukit.timing`).
+
+The timeline also keeps what CUDA orders between its streams (`gpukit.sim.stream_order`): a copy
+or kernel that touches memory another one on another stream touches, one of them writing, with
+nothing ordering the two, raises StreamRaceError (the `races` check).
 """
 
 from __future__ import annotations
@@ -24,9 +28,12 @@ import numpy as np
 from ..errors import ArgumentTypeError
 from .log import RecordLog
 from .memory import DeviceMemory, TransferRecord
+from .stream_order import Access, StreamOrder
 
 MAX_TIMELINE_EVENTS = 100_000  # the oldest events are dropped beyond this
 COPY_KINDS = ("h2d", "d2h", "d2d")
+COPY_NAMES = {"h2d": "a host-to-device copy", "d2h": "a device-to-host copy",
+              "d2d": "a device-to-device copy"}
 
 
 # -- pinned host memory ------------------------------------------------------------------------
@@ -91,8 +98,10 @@ class SimEvent:
     kind = "modeled"
     note = "the modeled timeline of the simulated device, not measured"
 
-    def __init__(self, timeline: Timeline, stream: int, time_ms: float):
+    def __init__(self, timeline: Timeline, stream: int, time_ms: float,
+                 clock: dict[int, int] | None = None):
         self.timeline, self.stream, self.time_ms = timeline, stream, time_ms
+        self.clock = clock or {}  # the work ordered before it (StreamOrder.record)
 
     def elapsed_ms(self, other: SimEvent) -> float:
         if not isinstance(other, SimEvent) or other.timeline is not self.timeline:
@@ -104,6 +113,7 @@ class SimEvent:
     def synchronize(self) -> None:
         """The host waits until the event's modeled time."""
         self.timeline.host_ms = max(self.timeline.host_ms, self.time_ms)
+        self.timeline.order.host_waits(self.clock)
 
     def query(self) -> bool:
         """Simulated work has always finished (it ran when it was issued)."""
@@ -220,6 +230,8 @@ class Timeline:
         self.streams_made = 0  # streams are numbered 1, 2, ... in the order they are made
         self.foreign: dict[int, int] = {}  # external streams' handles -> their numbers
         self._held: list[tuple] | None = None
+        self.order = StreamOrder()  # kept across reset(): it is not the modeled clock
+        self.check_races = True  # the backend's `races` check, for copies
         self.reset()
 
     def reset(self) -> None:
@@ -295,16 +307,25 @@ class Timeline:
         """The kept events, oldest first."""
         return [TimelineEvent(*event) for event in self.events]
 
-    def copy(self, record: TransferRecord, stream: Any = None) -> None:
-        """A transfer; synchronous without a stream or from/to pageable memory (CUDA stages it)."""
+    def copy(self, record: TransferRecord, stream: Any = None,
+             accesses: tuple[Access, ...] = ()) -> None:
+        """A transfer; synchronous without a stream or from/to pageable memory (CUDA stages it).
+        `accesses`: the device arrays it reads and writes, checked against other streams' work."""
         sid = self.stream_id(stream)
         blocking = record.direction != "d2d" and (stream is None or sid == 0 or not record.pinned)
+        self.order.issue(sid, COPY_NAMES[record.direction], list(accesses),
+                         check=self.check_races, blocking=blocking)
         args = (record.direction, sid, record.modeled_ms)
         fields = {"nbytes": record.nbytes, "pinned": record.pinned}
         if self._held is not None and record.direction == "d2h":
             self._held.append((args, blocking, fields))  # copied back after the kernel runs
         else:
             self.schedule(*args, blocking=blocking, **fields)
+
+    def issue_kernel(self, name: str, stream: Any, accesses: list[Access],
+                     check: bool) -> None:
+        """A kernel about to run: checked against other streams' work (StreamRaceError)."""
+        self.order.issue(self.stream_id(stream), f"kernel '{name}'", accesses, check=check)
 
     def kernel(self, name: str, stream: Any, duration_ms: float) -> None:
         """A kernel launch: asynchronous for the host."""
@@ -323,16 +344,19 @@ class Timeline:
                 self.schedule(*args, blocking=blocking, **fields)
 
     def record_event(self, stream: int) -> SimEvent:
-        return SimEvent(self, stream, max(self.host_ms, self._tail(stream)))
+        return SimEvent(self, stream, max(self.host_ms, self._tail(stream)),
+                        self.order.record(stream))
 
     def wait_event(self, stream: int, event: SimEvent) -> None:
         if not isinstance(event, SimEvent) or event.timeline is not self:
             raise ArgumentTypeError("wait_event needs an event recorded on the same backend")
         self.tails[stream] = max(self.tails.get(stream, 0.0), event.time_ms)
+        self.order.wait(stream, event.clock)
 
     def synchronize(self, stream: int | None = None) -> None:
         """The host waits for one stream (0: the default stream, hence all) or the device."""
         self.host_ms = max(self.host_ms, self._tail(0 if stream is None else stream))
+        self.order.synchronize(stream)
 
 
 class TimelineMemory(DeviceMemory):
@@ -343,8 +367,11 @@ class TimelineMemory(DeviceMemory):
         self.timeline = timeline
 
     def record_transfer(self, direction: str, nbytes: int, pinned: bool = False,
-                        implicit: bool = False, stream: Any = None) -> TransferRecord:
+                        implicit: bool = False, stream: Any = None,
+                        accesses: tuple[Access, ...] = ()) -> TransferRecord:
+        """Log a copy and place it on the timeline; `accesses`: the device arrays it read
+        and wrote (StreamRaceError where another stream's work touches them unordered)."""
         self.timeline.stream_id(stream)  # refuse a foreign stream before recording anything
         record = super().record_transfer(direction, nbytes, pinned, implicit)
-        self.timeline.copy(record, stream)
+        self.timeline.copy(record, stream, accesses)
         return record

@@ -20,6 +20,7 @@ from numba.cuda.cudadrv.devicearray import DeviceNDArray
 
 from ..errors import ArgumentTypeError, OutOfMemoryError, UnsupportedOperationError
 from ..sim.device_array import DeviceArray, Owner, interface_view
+from ..sim.stream_order import Access, described
 from ..sim.streams import PinnedArray, is_pinned
 
 # each allocation's owner while an array over it lives (by allocation id), so that an array
@@ -146,7 +147,8 @@ class SimNDArray(DeviceArray, DeviceNDArray):
             return view
         value = view.host_view()[()]
         self._alloc.memory.record_transfer("d2h", self.itemsize,
-                                           stream=self._default_stream(stream) or None)
+                                           stream=self._default_stream(stream) or None,
+                                           accesses=(Access(view, False, described(view)),))
         return value
 
     def __setitem__(self, key: Any, value: Any) -> None:
@@ -167,8 +169,12 @@ class SimNDArray(DeviceArray, DeviceNDArray):
         target.host_view()[...] = source
         target.mark_written()
         nbytes = source.size * source.dtype.itemsize
+        accesses = [Access(target, True, described(target))]
+        if device:
+            accesses.append(Access(value, False, "its source, " + described(value)))
         self._alloc.memory.record_transfer("d2d" if device else "h2d", nbytes,
-                                           stream=self._default_stream(stream) or None)
+                                           stream=self._default_stream(stream) or None,
+                                           accesses=tuple(accesses))
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         if copy is False:
@@ -201,7 +207,9 @@ class SimNDArray(DeviceArray, DeviceNDArray):
         result = new_array(self._alloc.memory, self._owner_context, host.shape, host.dtype,
                            initialized=True)
         result.host_view()[...] = host
-        self._alloc.memory.record_transfer("d2d", self.nbytes)
+        self._alloc.memory.record_transfer(
+            "d2d", self.nbytes, accesses=(Access(result, True, described(result)),
+                                          Access(self, False, "its source, " + described(self))))
         return result
 
     def ravel(self, order: str = "C", stream: Any = 0) -> SimNDArray:

@@ -1,0 +1,202 @@
+"""What CUDA orders between streams, and the data races between streams it leaves.
+
+The simulator runs each copy and kernel when the host issues it, in program order, so a
+program that needs two operations on different streams to run one after the other gets the
+right answer here even when nothing makes them: on a GPU they may run at the same time, and its
+answer then depends on timing. `StreamOrder` follows the order CUDA guarantees (happens-before)
+with a vector clock per stream (Lamport; Fidge and Mattern) and reports an operation that
+touches memory another operation touches, at least one of them writing, where neither is
+ordered before the other. The rules (CUDA Programming Guide, "Streams" and "Events"; CUDA
+Runtime API, "Stream synchronization behavior"):
+
+- operations on one stream run in the order they were issued;
+- the legacy default stream (stream 0) waits for the work issued before on every stream, and
+  work issued after, on any stream, waits for it (gpukit's streams are blocking streams);
+- an event recorded on stream A and waited on by stream B (`stream_b.wait_event(event)`,
+  `event.wait(stream_b)`) orders the work on A before the record before the work on B after
+  the wait;
+- the host waits in the device's, a stream's and an event's `synchronize()`, and in copies
+  that block it (without a stream, or from or to pageable memory): what it issues afterwards
+  runs after what it waited for.
+
+Memory is compared by allocation and the elements each view covers (`numpy.shares_memory`), so
+chunks of one array on different streams do not race. A kernel touches the device arrays it is
+given (arrays in tuples too), writing those its code may write (`SimKernel.param_usage`);
+arrays it reaches otherwise (captured globals, raw pointers) are not followed. Operations
+already ordered before all later work are forgotten; of the others, the latest
+`MAX_PENDING` are kept. Host code reading or writing pinned memory that a copy still in flight
+uses is not followed (the host's own accesses are plain numpy).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..errors import StreamRaceError
+
+MAX_PENDING = 1024
+
+
+@dataclass(frozen=True)
+class Access:
+    """A device array (a view) that an operation reads or writes, named for messages."""
+
+    array: Any  # a gpukit.sim.device_array.DeviceArray
+    writes: bool
+    name: str  # "argument 'y'", "the destination"
+
+
+@dataclass(frozen=True)
+class Operation:
+    stream: int
+    seq: int  # its number among the operations issued on its stream, from 1
+    what: str  # "kernel 'affine'", "a host-to-device copy"
+    accesses: tuple[Access, ...]
+
+
+class StreamOrder:
+    """Happens-before between the operations issued on one simulated device's streams."""
+
+    def __init__(self) -> None:
+        self.clocks: dict[int, dict[int, int]] = {}  # stream -> the latest seq of each stream
+        self.host: dict[int, int] = {}  # what the host has waited for
+        self.pending: deque[Operation] = deque(maxlen=MAX_PENDING)
+
+    def issue(self, stream: int, what: str, accesses: list[Access], *, check: bool = True,
+              blocking: bool = False) -> None:
+        """An operation issued on `stream`: raises StreamRaceError when it races with an
+        earlier one (`check`), and then starts afresh, as after a synchronize, so that one bug
+        is reported once; `blocking`: the host waits for it."""
+        clock = self._clock(stream)
+        if check and accesses:
+            for op in self.pending:
+                if clock.get(op.stream, 0) < op.seq:
+                    try:
+                        _check(op, stream, what, accesses)
+                    except StreamRaceError:
+                        self.synchronize()
+                        raise
+        clock[stream] = clock.get(stream, 0) + 1
+        if accesses:
+            self.pending.append(Operation(stream, clock[stream], what, tuple(accesses)))
+        if blocking:
+            _join(self.host, clock)
+        self._retire()
+
+    def record(self, stream: int) -> dict[int, int]:
+        """An event recorded on `stream`: what work issued so far is ordered before it."""
+        return dict(self._clock(stream))
+
+    def wait(self, stream: int, recorded: dict[int, int]) -> None:
+        """`stream` waits for an event: its later work runs after what the event follows."""
+        _join(self.clocks.setdefault(stream, {}), recorded)
+        self._retire()
+
+    def host_waits(self, recorded: dict[int, int]) -> None:
+        """The host waits for an event."""
+        _join(self.host, recorded)
+        self._retire()
+
+    def synchronize(self, stream: int | None = None) -> None:
+        """The host waits for one stream, or (None, or the legacy default stream 0, as the
+        modeled timeline has it) for all of them."""
+        if stream is None or stream == 0:
+            for clock in self.clocks.values():
+                _join(self.host, clock)
+        else:
+            _join(self.host, self.clocks.get(stream, {}))
+        self._retire()
+
+    def _clock(self, stream: int) -> dict[int, int]:
+        """The stream's clock for work issued now: what the host waited for, and (the legacy
+        default stream's rules) every stream's work for stream 0, stream 0's for the others."""
+        clock = self.clocks.setdefault(stream, {})
+        _join(clock, self.host)
+        if stream == 0:
+            for other in list(self.clocks.values()):
+                _join(clock, other)
+        else:
+            _join(clock, self.clocks.get(0, {}))
+        return clock
+
+    def _retire(self) -> None:
+        """Forget operations ordered before all later work: the host waited for them, or
+        stream 0 did (every later operation waits for stream 0's work)."""
+        default = self.clocks.get(0, {})
+        while self.pending and _done(self.pending[0], self.host, default):
+            self.pending.popleft()
+        if any(_done(op, self.host, default) for op in self.pending):
+            kept = [op for op in self.pending if not _done(op, self.host, default)]
+            self.pending.clear()
+            self.pending.extend(kept)
+
+
+def _done(op: Operation, host: dict[int, int], default: dict[int, int]) -> bool:
+    return host.get(op.stream, 0) >= op.seq or default.get(op.stream, 0) >= op.seq
+
+
+def _join(into: dict[int, int], other: dict[int, int]) -> None:
+    for stream, seq in other.items():
+        if into.get(stream, 0) < seq:
+            into[stream] = seq
+
+
+def _check(earlier: Operation, stream: int, what: str, accesses: list[Access]) -> None:
+    for mine in accesses:
+        for theirs in earlier.accesses:
+            if not (mine.writes or theirs.writes):
+                continue
+            span = _shared_bytes(mine.array, theirs.array)
+            if span is None:
+                continue
+            first = "writes" if mine.writes else "reads"
+            second = "writes" if theirs.writes else "reads"
+            lo, hi = span
+            raise StreamRaceError(
+                f"data race between streams: {what} on {_stream_name(stream)} {first} "
+                f"{mine.name}, and {earlier.what} on {_stream_name(earlier.stream)}, issued "
+                f"before it, {second} {theirs.name}: they share bytes {lo:,}-{hi - 1:,} of one "
+                f"allocation and nothing orders the two, so on a GPU they may run at the same "
+                f"time. Issue both on one stream, or record an event after the first "
+                f"(ev = cuda.event(); ev.record(first_stream)) and make the second's stream "
+                f"wait for it (ev.wait(second_stream)), or synchronize between them",
+                other_stream=earlier.stream, stream=stream)
+
+
+def _stream_name(stream: int) -> str:
+    return "the default stream" if stream == 0 else f"stream {stream}"
+
+
+def _extent(array: Any) -> tuple[int, int]:
+    """The bytes of its allocation an array's elements span: [lo, hi)."""
+    lo = hi = array.offset_bytes
+    for n, stride in zip(array.shape, array.strides):
+        step = (n - 1) * stride
+        lo, hi = (lo + step, hi) if step < 0 else (lo, hi + step)
+    return lo, hi + array.itemsize
+
+
+def _shared_bytes(a: Any, b: Any) -> tuple[int, int] | None:
+    """The byte range of their allocation two arrays both cover, or None where they share no
+    element (of different or freed allocations, apart, or interleaved)."""
+    if a.alloc is not b.alloc or a.is_freed or a.size == 0 or b.size == 0:
+        return None
+    (alo, ahi), (blo, bhi) = _extent(a), _extent(b)
+    lo, hi = max(alo, blo), min(ahi, bhi)
+    if lo >= hi:
+        return None
+    try:
+        shared = np.shares_memory(a.host_view(), b.host_view(), max_work=100_000)
+    except np.exceptions.TooHardError:
+        shared = True  # too costly to tell: assume they share an element
+    return (lo, hi) if shared else None
+
+
+def described(array: Any) -> str:
+    """A device array as a message names it: "a (1024,) float32 device array"."""
+    view = " (a view of a larger one)" if array.is_view else ""
+    return f"a {array.shape} {array.dtype} device array{view}"
