@@ -92,8 +92,9 @@ class StreamOrder:
         return dict(self._clock(stream))
 
     def wait(self, stream: int, recorded: dict[int, int]) -> None:
-        """`stream` waits for an event: its later work runs after what the event follows."""
-        _join(self.clocks.setdefault(stream, {}), recorded)
+        """`stream` waits for an event: its later work runs after what the event follows. (The
+        wait is work on the stream: on the default stream it also waits for every stream.)"""
+        _join(self._clock(stream), recorded)
         self._retire()
 
     def host_waits(self, recorded: dict[int, int]) -> None:
@@ -161,9 +162,9 @@ def _check(earlier: Operation, stream: int, what: str, accesses: list[Access]) -
                 f"{mine.name}, and {earlier.what} on {_stream_name(earlier.stream)}, issued "
                 f"before it, {second} {theirs.name}: they share bytes {lo:,}-{hi - 1:,} of one "
                 f"allocation and nothing orders the two, so on a GPU they may run at the same "
-                f"time. Issue both on one stream, or record an event after the first "
-                f"(ev = cuda.event(); ev.record(first_stream)) and make the second's stream "
-                f"wait for it (ev.wait(second_stream)), or synchronize between them",
+                f"time. Issue both on one stream, make the second's stream wait for an event "
+                f"recorded after the first (s2.wait_event(s1.record_event()); in numba-cuda "
+                f"ev = cuda.event(); ev.record(s1); ev.wait(s2)), or synchronize between them",
                 other_stream=earlier.stream, stream=stream)
 
 
