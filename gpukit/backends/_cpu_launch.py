@@ -24,7 +24,7 @@ from ..occupancy.resources import theoretical_occupancy
 from ..sim.launch import run
 from ..sim.memory import DeviceArray
 from ..sim.report import TraceCapacityError
-from ..sim.stream_order import Access, described
+from ..sim.stream_order import Access
 from ..timing.model import model_launch
 from ..utils import map_tuple, tuple_items
 from ._cpu_kernel import CPUKernel
@@ -53,14 +53,15 @@ def launch(backend: Any, kernel: CPUKernel, grid: Any, block: Any, args: tuple,
     """Run one launch of `kernel` on the CPUBackend `backend`; returns its record."""
     opts = launch_options(options, backend.options) if options else backend.default_launch
     timeline = backend.modeled_timeline
-    timeline.stream_id(opts.stream)  # a foreign stream is refused before anything runs
+    stream = timeline.stream_id(opts.stream)  # a foreign stream is refused before anything runs
     sim = kernel.select(args)  # its layout for these arguments' dtypes, where it depends on them
     grid3, block3, shared = _check_geometry(backend, kernel, grid, block, opts)
     _check_arguments(kernel, args)
     with timeline.launching():
         device_args, copies = _device_arguments(backend, kernel, args)
-        try:
-            timeline.issue_kernel(kernel.name, opts.stream, _accesses(sim, device_args),
+        try:  # (on the default stream it follows all earlier work: nothing to compare)
+            timeline.issue_kernel(kernel.name, stream,
+                                  _accesses(sim, device_args) if stream else [],
                                   check=opts.checks.get("races", True))
         except BaseException:
             for _, _, device in copies:
@@ -114,7 +115,7 @@ def _accesses(sim: Any, device_args: list) -> list[Access]:
         reads, writes = sim.param_usage.get(name, (True, True))
         for label, value in tuple_items(name, arg):
             if isinstance(value, DeviceArray) and (reads or writes):
-                accesses.append(Access(value, writes, f"argument '{label}', {described(value)}"))
+                accesses.append(Access(value, writes, f"argument '{label}'"))
     return accesses
 
 

@@ -35,7 +35,7 @@ from ..sim.half import supported as supported_half
 from ..sim.kernel import python_function
 from ..sim.launch import Workspace
 from ..sim.log import RecordLog
-from ..sim.stream_order import Access, described
+from ..sim.stream_order import Access
 from ..sim.streams import SimStream, Timeline, TimelineEvent, TimelineMemory, is_pinned
 from ..sim.streams import pinned_array as sim_pinned_array
 from ..timing.model import COPY_DIRECTIONS, modeled_copy_ms
@@ -215,7 +215,7 @@ class CPUBackend(Backend):
             raise
         self.memory.record_transfer("h2d", array.nbytes, pinned=is_pinned(array),
                                     implicit=implicit, stream=stream,
-                                    accesses=(Access(dev, True, described(dev)),))
+                                    accesses=(Access(dev, True),))
         return dev
 
     @_one_thread_at_a_time
@@ -234,7 +234,7 @@ class CPUBackend(Backend):
             out[...] = src
         self.memory.record_transfer("d2h", dev.nbytes, pinned=is_pinned(out),
                                     implicit=implicit, stream=stream,
-                                    accesses=(Access(dev, False, described(dev)),))
+                                    accesses=(Access(dev, False),))
         return out
 
     @_one_thread_at_a_time
@@ -249,7 +249,7 @@ class CPUBackend(Backend):
         dev.host_view()[...] = host
         dev.mark_written()
         self.memory.record_transfer("h2d", dev.nbytes, pinned=pinned, stream=stream,
-                                    accesses=(Access(dev, True, described(dev)),))
+                                    accesses=(Access(dev, True),))
         return dev
 
     @_one_thread_at_a_time

@@ -27,7 +27,7 @@ from ..errors import (
     InvalidDeviceArrayError,
     TransferError,
 )
-from .stream_order import Access, described
+from .stream_order import Access
 
 if TYPE_CHECKING:
     from .memory import Allocation, DeviceMemory
@@ -243,18 +243,18 @@ class DeviceArray:
             _check_match(out, self, "copy_to_host(out=...)")
             out[...] = src
         alloc.memory.record_transfer("d2h", nbytes, pinned=_pinned(out), stream=stream or None,
-                                     accesses=(Access(self, False, described(self)),))
+                                     accesses=(Access(self, False),))
         return out
 
     def copy_to_device(self, ary: Any, stream: Any = 0) -> None:
         """Copy a host array (same shape and dtype) or another device array into this one."""
         alloc = self.allocation
-        accesses = [Access(self, True, described(self))]
+        accesses = [Access(self, True)]
         if isinstance(ary, DeviceArray):
             _check_match(ary, self, "copy_to_device")
             self.host_view()[...] = ary.host_view()
             direction, pinned = "d2d", False
-            accesses.append(Access(ary, False, "its source, " + described(ary)))
+            accesses.append(Access(ary, False, "its source"))
         else:
             if not isinstance(ary, np.ndarray):
                 raise TransferError(

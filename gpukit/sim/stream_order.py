@@ -43,11 +43,12 @@ MAX_PENDING = 1024
 
 @dataclass(frozen=True)
 class Access:
-    """A device array (a view) that an operation reads or writes, named for messages."""
+    """A device array (a view) that an operation reads or writes; `role` names it in messages
+    ("argument 'y'", "its source"; "" for a copy's device array)."""
 
     array: Any  # a gpukit.sim.device_array.DeviceArray
     writes: bool
-    name: str  # "argument 'y'", "the destination"
+    role: str = ""
 
 
 @dataclass(frozen=True)
@@ -59,43 +60,59 @@ class Operation:
 
 
 class StreamOrder:
-    """Happens-before between the operations issued on one simulated device's streams."""
+    """Happens-before between the operations issued on one simulated device's streams.
+
+    Only operations on streams other than the default one can be pending (not yet ordered
+    before all later work): an operation on the default stream is ordered after everything
+    issued before it and before everything issued after it. When none is pending, nothing
+    issued so far can race with anything issued later, and the clocks start empty again, so a
+    program that synchronizes keeps no state but a counter per stream.
+    """
 
     def __init__(self) -> None:
-        self.clocks: dict[int, dict[int, int]] = {}  # stream -> the latest seq of each stream
+        self.latest: dict[int, int] = {}  # stream -> the seq of its latest operation
+        self.clocks: dict[int, dict[int, int]] = {}  # stream -> what its next work follows
         self.host: dict[int, int] = {}  # what the host has waited for
         self.pending: deque[Operation] = deque(maxlen=MAX_PENDING)
 
-    def issue(self, stream: int, what: str, accesses: list[Access], *, check: bool = True,
-              blocking: bool = False) -> None:
+    def issue(self, stream: int, what: str, accesses: list[Access] | tuple = (), *,
+              check: bool = True, blocking: bool = False) -> None:
         """An operation issued on `stream`: raises StreamRaceError when it races with an
         earlier one (`check`), and then starts afresh, as after a synchronize, so that one bug
         is reported once; `blocking`: the host waits for it."""
+        seq = self.latest[stream] = self.latest.get(stream, 0) + 1
+        if stream == 0:  # after all earlier work, before all later work
+            self._forget_all()
+            return
         clock = self._clock(stream)
         if check and accesses:
             for op in self.pending:
-                if clock.get(op.stream, 0) < op.seq:
+                if op.stream != stream and clock.get(op.stream, 0) < op.seq:
                     try:
                         _check(op, stream, what, accesses)
                     except StreamRaceError:
-                        self.synchronize()
+                        self._forget_all()
                         raise
-        clock[stream] = clock.get(stream, 0) + 1
         if accesses:
-            self.pending.append(Operation(stream, clock[stream], what, tuple(accesses)))
+            self.pending.append(Operation(stream, seq, what, tuple(accesses)))
         if blocking:
-            _join(self.host, clock)
-        self._retire()
+            self.host_waits(self._through(stream))
 
     def record(self, stream: int) -> dict[int, int]:
-        """An event recorded on `stream`: what work issued so far is ordered before it."""
-        return dict(self._clock(stream))
+        """An event recorded on `stream`: the work ordered before it. (The record is work on
+        the stream: on the default stream, after all earlier work and before all later work.)"""
+        if stream == 0:
+            self._forget_all()
+            return dict(self.latest)
+        return self._through(stream)
 
     def wait(self, stream: int, recorded: dict[int, int]) -> None:
         """`stream` waits for an event: its later work runs after what the event follows. (The
-        wait is work on the stream: on the default stream it also waits for every stream.)"""
-        _join(self._clock(stream), recorded)
-        self._retire()
+        wait is work on the stream: on the default stream, after all earlier work.)"""
+        if stream == 0:
+            self._forget_all()
+        elif self.pending:
+            _join(self._clock(stream), recorded)
 
     def host_waits(self, recorded: dict[int, int]) -> None:
         """The host waits for an event."""
@@ -106,38 +123,33 @@ class StreamOrder:
         """The host waits for one stream, or (None, or the legacy default stream 0, as the
         modeled timeline has it) for all of them."""
         if stream is None or stream == 0:
-            for clock in self.clocks.values():
-                _join(self.host, clock)
+            self._forget_all()
         else:
-            _join(self.host, self.clocks.get(stream, {}))
-        self._retire()
+            self.host_waits(self._through(stream))
 
     def _clock(self, stream: int) -> dict[int, int]:
-        """The stream's clock for work issued now: what the host waited for, and (the legacy
-        default stream's rules) every stream's work for stream 0, stream 0's for the others."""
-        clock = self.clocks.setdefault(stream, {})
-        _join(clock, self.host)
-        if stream == 0:
-            for other in list(self.clocks.values()):
-                _join(clock, other)
-        else:
-            _join(clock, self.clocks.get(0, {}))
-        return clock
+        """What work issued on `stream` now follows, besides its own earlier work and what the
+        host waited for (which `_retire` has dropped from `pending`): the events it waited on."""
+        return self.clocks.setdefault(stream, {})
+
+    def _through(self, stream: int) -> dict[int, int]:
+        """The work ordered before the end of what `stream` has been given so far."""
+        return {**self._clock(stream), stream: self.latest.get(stream, 0)}
 
     def _retire(self) -> None:
-        """Forget operations ordered before all later work: the host waited for them, or
-        stream 0 did (every later operation waits for stream 0's work)."""
-        default = self.clocks.get(0, {})
-        while self.pending and _done(self.pending[0], self.host, default):
-            self.pending.popleft()
-        if any(_done(op, self.host, default) for op in self.pending):
-            kept = [op for op in self.pending if not _done(op, self.host, default)]
+        """Forget the operations the host waited for (every later operation follows them)."""
+        kept = [op for op in self.pending if self.host.get(op.stream, 0) < op.seq]
+        if not kept:
+            self._forget_all()
+        elif len(kept) < len(self.pending):
             self.pending.clear()
             self.pending.extend(kept)
 
-
-def _done(op: Operation, host: dict[int, int], default: dict[int, int]) -> bool:
-    return host.get(op.stream, 0) >= op.seq or default.get(op.stream, 0) >= op.seq
+    def _forget_all(self) -> None:
+        """Everything issued so far is ordered before what comes next."""
+        self.pending.clear()
+        self.clocks.clear()
+        self.host.clear()
 
 
 def _join(into: dict[int, int], other: dict[int, int]) -> None:
@@ -159,8 +171,8 @@ def _check(earlier: Operation, stream: int, what: str, accesses: list[Access]) -
             lo, hi = span
             raise StreamRaceError(
                 f"data race between streams: {what} on {_stream_name(stream)} {first} "
-                f"{mine.name}, and {earlier.what} on {_stream_name(earlier.stream)}, issued "
-                f"before it, {second} {theirs.name}: they share bytes {lo:,}-{hi - 1:,} of one "
+                f"{_named(mine)}, and {earlier.what} on {_stream_name(earlier.stream)}, issued "
+                f"before it, {second} {_named(theirs)}: they share bytes {lo:,}-{hi - 1:,} of one "
                 f"allocation and nothing orders the two, so on a GPU they may run at the same "
                 f"time. Issue both on one stream, make the second's stream wait for an event "
                 f"recorded after the first (s2.wait_event(s1.record_event()); in numba-cuda "
@@ -197,7 +209,10 @@ def _shared_bytes(a: Any, b: Any) -> tuple[int, int] | None:
     return (lo, hi) if shared else None
 
 
-def described(array: Any) -> str:
-    """A device array as a message names it: "a (1024,) float32 device array"."""
+def _named(access: Access) -> str:
+    """An access's array as a message names it: "argument 'y', a (1024,) float32 device
+    array"."""
+    array = access.array
     view = " (a view of a larger one)" if array.is_view else ""
-    return f"a {array.shape} {array.dtype} device array{view}"
+    described = f"a {array.shape} {array.dtype} device array{view}"
+    return f"{access.role}, {described}" if access.role else described

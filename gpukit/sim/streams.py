@@ -322,10 +322,11 @@ class Timeline:
         else:
             self.schedule(*args, blocking=blocking, **fields)
 
-    def issue_kernel(self, name: str, stream: Any, accesses: list[Access],
+    def issue_kernel(self, name: str, stream: int, accesses: list[Access],
                      check: bool) -> None:
-        """A kernel about to run: checked against other streams' work (StreamRaceError)."""
-        self.order.issue(self.stream_id(stream), f"kernel '{name}'", accesses, check=check)
+        """A kernel about to run on stream number `stream`: checked against other streams'
+        work (StreamRaceError)."""
+        self.order.issue(stream, f"kernel '{name}'", accesses, check=check)
 
     def kernel(self, name: str, stream: Any, duration_ms: float) -> None:
         """A kernel launch: asynchronous for the host."""

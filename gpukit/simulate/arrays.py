@@ -20,7 +20,7 @@ from numba.cuda.cudadrv.devicearray import DeviceNDArray
 
 from ..errors import ArgumentTypeError, OutOfMemoryError, UnsupportedOperationError
 from ..sim.device_array import DeviceArray, Owner, interface_view
-from ..sim.stream_order import Access, described
+from ..sim.stream_order import Access
 from ..sim.streams import PinnedArray, is_pinned
 
 # each allocation's owner while an array over it lives (by allocation id), so that an array
@@ -148,7 +148,7 @@ class SimNDArray(DeviceArray, DeviceNDArray):
         value = view.host_view()[()]
         self._alloc.memory.record_transfer("d2h", self.itemsize,
                                            stream=self._default_stream(stream) or None,
-                                           accesses=(Access(view, False, described(view)),))
+                                           accesses=(Access(view, False),))
         return value
 
     def __setitem__(self, key: Any, value: Any) -> None:
@@ -169,9 +169,9 @@ class SimNDArray(DeviceArray, DeviceNDArray):
         target.host_view()[...] = source
         target.mark_written()
         nbytes = source.size * source.dtype.itemsize
-        accesses = [Access(target, True, described(target))]
+        accesses = [Access(target, True)]
         if device:
-            accesses.append(Access(value, False, "its source, " + described(value)))
+            accesses.append(Access(value, False, "its source"))
         self._alloc.memory.record_transfer("d2d" if device else "h2d", nbytes,
                                            stream=self._default_stream(stream) or None,
                                            accesses=tuple(accesses))
@@ -208,8 +208,8 @@ class SimNDArray(DeviceArray, DeviceNDArray):
                            initialized=True)
         result.host_view()[...] = host
         self._alloc.memory.record_transfer(
-            "d2d", self.nbytes, accesses=(Access(result, True, described(result)),
-                                          Access(self, False, "its source, " + described(self))))
+            "d2d", self.nbytes, accesses=(Access(result, True),
+                                          Access(self, False, "its source")))
         return result
 
     def ravel(self, order: str = "C", stream: Any = 0) -> SimNDArray:
