@@ -112,10 +112,16 @@ def _accesses(sim: Any, device_args: list) -> list[Access]:
     its parameter's code may (`SimKernel.param_usage`): what it may race with on other streams."""
     accesses = []
     for name, arg in zip(sim.param_names, device_args):
+        if isinstance(arg, DeviceArray):
+            items = ((name, arg),)
+        elif isinstance(arg, tuple):
+            items = tuple_items(name, arg)
+        else:
+            continue
         reads, writes = sim.param_usage.get(name, (True, True))
-        for label, value in tuple_items(name, arg):
-            if isinstance(value, DeviceArray) and (reads or writes):
-                accesses.append(Access(value, writes, f"argument '{label}'"))
+        if reads or writes:
+            accesses += [Access(value, writes, f"argument '{label}'")
+                         for label, value in items if isinstance(value, DeviceArray)]
     return accesses
 
 

@@ -24,15 +24,14 @@ chunks of one array on different streams do not race. A kernel touches the devic
 given (arrays in tuples too), writing those its code may write (`SimKernel.param_usage`);
 arrays it reaches otherwise (captured globals, raw pointers) are not followed. Operations
 already ordered before all later work are forgotten; of the others, the latest
-`MAX_PENDING` are kept. Host code reading or writing pinned memory that a copy still in flight
+`MAX_PENDING` of each stream are kept. Host code reading or writing pinned memory that a copy still in flight
 uses is not followed (the host's own accesses are plain numpy).
 """
 
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -41,8 +40,7 @@ from ..errors import StreamRaceError
 MAX_PENDING = 1024
 
 
-@dataclass(frozen=True)
-class Access:
+class Access(NamedTuple):
     """A device array (a view) that an operation reads or writes; `role` names it in messages
     ("argument 'y'", "its source"; "" for a copy's device array)."""
 
@@ -51,8 +49,7 @@ class Access:
     role: str = ""
 
 
-@dataclass(frozen=True)
-class Operation:
+class Operation(NamedTuple):
     stream: int
     seq: int  # its number among the operations issued on its stream, from 1
     what: str  # "kernel 'affine'", "a host-to-device copy"
@@ -73,7 +70,7 @@ class StreamOrder:
         self.latest: dict[int, int] = {}  # stream -> the seq of its latest operation
         self.clocks: dict[int, dict[int, int]] = {}  # stream -> what its next work follows
         self.host: dict[int, int] = {}  # what the host has waited for
-        self.pending: deque[Operation] = deque(maxlen=MAX_PENDING)
+        self.pending: dict[int, deque[Operation]] = {}  # stream -> its pending operations
 
     def issue(self, stream: int, what: str, accesses: list[Access] | tuple = (), *,
               check: bool = True, blocking: bool = False) -> None:
@@ -86,15 +83,21 @@ class StreamOrder:
             return
         clock = self._clock(stream)
         if check and accesses:
-            for op in self.pending:
-                if op.stream != stream and clock.get(op.stream, 0) < op.seq:
+            for other, ops in self.pending.items():
+                if other == stream:  # in issue order
+                    continue
+                ordered = clock.get(other, 0)
+                for op in reversed(ops):  # the latest first, down to those ordered before this
+                    if op.seq <= ordered:
+                        break
                     try:
                         _check(op, stream, what, accesses)
                     except StreamRaceError:
                         self._forget_all()
                         raise
         if accesses:
-            self.pending.append(Operation(stream, seq, what, tuple(accesses)))
+            ops = self.pending.setdefault(stream, deque(maxlen=MAX_PENDING))
+            ops.append(Operation(stream, seq, what, tuple(accesses)))
         if blocking:
             self.host_waits(self._through(stream))
 
@@ -138,12 +141,14 @@ class StreamOrder:
 
     def _retire(self) -> None:
         """Forget the operations the host waited for (every later operation follows them)."""
-        kept = [op for op in self.pending if self.host.get(op.stream, 0) < op.seq]
-        if not kept:
+        for stream, ops in list(self.pending.items()):
+            done = self.host.get(stream, 0)
+            while ops and ops[0].seq <= done:
+                ops.popleft()
+            if not ops:
+                del self.pending[stream]
+        if not self.pending:
             self._forget_all()
-        elif len(kept) < len(self.pending):
-            self.pending.clear()
-            self.pending.extend(kept)
 
     def _forget_all(self) -> None:
         """Everything issued so far is ordered before what comes next."""
