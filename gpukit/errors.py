@@ -144,8 +144,8 @@ class StreamRaceError(RaceConditionError):
     """Two operations on different streams (copies, kernels) touch one element, at least one
     writing, and nothing orders them: on a GPU they may run at the same time.
 
-    `stream` is the later operation's stream, `other_stream` the earlier one's (0: the default
-    stream).
+    `stream` is the later operation's stream, `other_stream` the earlier one's (never the
+    default stream, which is ordered with every other).
     """
 
     def __init__(self, message: str, *, stream: int, other_stream: int):

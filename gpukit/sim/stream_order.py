@@ -11,7 +11,8 @@ Runtime API, "Stream synchronization behavior"):
 
 - operations on one stream run in the order they were issued;
 - the legacy default stream (stream 0) waits for the work issued before on every stream, and
-  work issued after, on any stream, waits for it (gpukit's streams are blocking streams);
+  work issued after, on any stream, waits for it (gpukit's streams are blocking streams); an
+  event record or wait on it counts as such work;
 - an event recorded on stream A and waited on by stream B (`stream_b.wait_event(event)`,
   `event.wait(stream_b)`) orders the work on A before the record before the work on B after
   the wait;
@@ -22,10 +23,10 @@ Runtime API, "Stream synchronization behavior"):
 Memory is compared by allocation and the elements each view covers (`numpy.shares_memory`), so
 chunks of one array on different streams do not race. A kernel touches the device arrays it is
 given (arrays in tuples too), writing those its code may write (`SimKernel.param_usage`);
-arrays it reaches otherwise (captured globals, raw pointers) are not followed. Operations
-already ordered before all later work are forgotten; of the others, the latest
-`MAX_PENDING` of each stream are kept. Host code reading or writing pinned memory that a copy still in flight
-uses is not followed (the host's own accesses are plain numpy).
+arrays it reaches otherwise (captured globals, raw pointers) are not followed, nor is host code
+reading or writing pinned memory a copy still in flight uses (the host's accesses are plain
+numpy). Operations already ordered before all later work are forgotten; of the others, the
+latest `MAX_PENDING` of each stream are kept.
 """
 
 from __future__ import annotations
@@ -175,18 +176,14 @@ def _check(earlier: Operation, stream: int, what: str, accesses: list[Access]) -
             second = "writes" if theirs.writes else "reads"
             lo, hi = span
             raise StreamRaceError(
-                f"data race between streams: {what} on {_stream_name(stream)} {first} "
-                f"{_named(mine)}, and {earlier.what} on {_stream_name(earlier.stream)}, issued "
+                f"data race between streams: {what} on stream {stream} {first} "
+                f"{_named(mine)}, and {earlier.what} on stream {earlier.stream}, issued "
                 f"before it, {second} {_named(theirs)}: they share bytes {lo:,}-{hi - 1:,} of one "
                 f"allocation and nothing orders the two, so on a GPU they may run at the same "
                 f"time. Issue both on one stream, make the second's stream wait for an event "
                 f"recorded after the first (s2.wait_event(s1.record_event()); in numba-cuda "
                 f"ev = cuda.event(); ev.record(s1); ev.wait(s2)), or synchronize between them",
                 other_stream=earlier.stream, stream=stream)
-
-
-def _stream_name(stream: int) -> str:
-    return "the default stream" if stream == 0 else f"stream {stream}"
 
 
 def _extent(array: Any) -> tuple[int, int]:
