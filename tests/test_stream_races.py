@@ -39,6 +39,13 @@ def be():
     return CPUBackend()
 
 
+def two_streams(be):
+    """affine compiled, x (ones) and y on the device, and two streams."""
+    kernel = be.compile_kernel(affine)
+    return kernel, be.to_device(np.ones(N, np.float32)), be.allocate(N, np.float32), \
+        be.stream(), be.stream()
+
+
 def pipeline(be, copy_back_shift=0, event=False, sync_each=False):
     """The stream-overlap exercise's pipeline; the copy back of chunk c goes on stream
     c + copy_back_shift."""
@@ -139,10 +146,7 @@ def test_readers_disjoint_chunks_and_interleaved_views_do_not_race(be):
 
 
 def test_the_default_stream_orders_what_comes_before_and_after_it(be):
-    kernel = be.compile_kernel(affine)
-    x = be.to_device(np.ones(N, np.float32))
-    y = be.allocate(N, np.float32)
-    s1, s2 = be.stream(), be.stream()
+    kernel, x, y, s1, s2 = two_streams(be)
     kernel[N // TPB, TPB, s1](x, y)
     kernel[N // TPB, TPB](y, x)  # the default stream waits for stream 1
     kernel[N // TPB, TPB, s2](x, y)  # and stream 2 for it
@@ -151,10 +155,7 @@ def test_the_default_stream_orders_what_comes_before_and_after_it(be):
 
 
 def test_the_races_check_switches_the_stream_check_off(be):
-    kernel = be.compile_kernel(affine)
-    x = be.to_device(np.ones(N, np.float32))
-    y = be.allocate(N, np.float32)
-    s1, s2 = be.stream(), be.stream()
+    kernel, x, y, s1, s2 = two_streams(be)
     kernel[N // TPB, TPB, s1](x, y)
     be.launch_kernel(kernel, N // TPB, TPB, y, x, stream=s2, checks={"races": False})
     quiet = CPUBackend(checks={"races": False})
@@ -165,10 +166,7 @@ def test_the_races_check_switches_the_stream_check_off(be):
 
 
 def test_after_a_report_the_check_starts_afresh(be):
-    kernel = be.compile_kernel(affine)
-    x = be.to_device(np.ones(N, np.float32))
-    y = be.allocate(N, np.float32)
-    s1, s2 = be.stream(), be.stream()
+    kernel, x, y, s1, s2 = two_streams(be)
     kernel[N // TPB, TPB, s1](x, y)
     with pytest.raises(StreamRaceError):
         kernel[N // TPB, TPB, s2](y, x)
