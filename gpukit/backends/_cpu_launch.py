@@ -59,16 +59,11 @@ def launch(backend: Any, kernel: CPUKernel, grid: Any, block: Any, args: tuple,
     _check_arguments(kernel, args)
     with timeline.launching():
         device_args, copies = _device_arguments(backend, kernel, args)
+        recorder = opts.trace
         try:  # (on the default stream it follows all earlier work: nothing to compare)
             timeline.issue_kernel(kernel.name, stream,
                                   _accesses(sim, device_args) if stream else [],
                                   check=opts.checks.get("races", True))
-        except BaseException:
-            for _, _, device in copies:
-                backend.free(device)
-            raise
-        recorder = opts.trace
-        try:
             result = run(sim, backend.memory, backend.workspace, tuple(device_args),
                          grid=grid3, block=block3, dynamic_shared_bytes=shared,
                          checks=opts.checks, schedule=opts.schedule, seed=opts.seed,

@@ -73,7 +73,7 @@ class StreamOrder:
         self.host: dict[int, int] = {}  # what the host has waited for
         self.pending: dict[int, deque[Operation]] = {}  # stream -> its pending operations
 
-    def issue(self, stream: int, what: str, accesses: list[Access] | tuple = (), *,
+    def issue(self, stream: int, what: str, accesses: list[Access] | tuple[Access, ...] = (), *,
               check: bool = True, blocking: bool = False) -> None:
         """An operation issued on `stream`: raises StreamRaceError when it races with an
         earlier one (`check`), and then starts afresh, as after a synchronize, so that one bug
@@ -82,25 +82,30 @@ class StreamOrder:
         if stream == 0:  # after all earlier work, before all later work
             self._forget_all()
             return
-        clock = self._clock(stream)
         if check and accesses:
-            for other, ops in self.pending.items():
-                if other == stream:  # in issue order
-                    continue
-                ordered = clock.get(other, 0)
-                for op in reversed(ops):  # the latest first, down to those ordered before this
-                    if op.seq <= ordered:
-                        break
-                    try:
-                        _check(op, stream, what, accesses)
-                    except StreamRaceError:
-                        self._forget_all()
-                        raise
+            try:
+                self._compare(stream, what, accesses)
+            except StreamRaceError:
+                self._forget_all()
+                raise
         if accesses:
             ops = self.pending.setdefault(stream, deque(maxlen=MAX_PENDING))
             ops.append(Operation(stream, seq, what, tuple(accesses)))
         if blocking:
             self.host_waits(self._through(stream))
+
+    def _compare(self, stream: int, what: str, accesses: list[Access] | tuple) -> None:
+        """Check an operation on `stream` against the other streams' pending operations it
+        does not follow (each stream's from the latest down to those it follows)."""
+        clock = self._clock(stream)
+        for other, ops in self.pending.items():
+            if other == stream:  # in issue order
+                continue
+            ordered = clock.get(other, 0)
+            for op in reversed(ops):
+                if op.seq <= ordered:
+                    break
+                _check(op, stream, what, accesses)
 
     def record(self, stream: int) -> dict[int, int]:
         """An event recorded on `stream`: the work ordered before it. (The record is work on

@@ -313,7 +313,7 @@ class Timeline:
         `accesses`: the device arrays it reads and writes, checked against other streams' work."""
         sid = self.stream_id(stream)
         blocking = record.direction != "d2d" and (stream is None or sid == 0 or not record.pinned)
-        self.order.issue(sid, COPY_NAMES[record.direction], list(accesses),
+        self.order.issue(sid, COPY_NAMES[record.direction], accesses,
                          check=self.check_races, blocking=blocking)
         args = (record.direction, sid, record.modeled_ms)
         fields = {"nbytes": record.nbytes, "pinned": record.pinned}
