@@ -3,7 +3,12 @@ and errors as one thread, and one thread wherever blocks could see one another's
 
 from __future__ import annotations
 
+import gc
 import math
+import os
+import signal
+import time
+import weakref
 
 import numpy as np
 import pytest
@@ -301,3 +306,83 @@ def test_race_records_after_a_split_launch_still_find_races():
     with pytest.raises(RaceConditionError):
         backend.launch_kernel(backend.compile_kernel(neighbour_race), 12, 256, out)
     assert _vector_add_on(backend) == 3
+
+
+@pytest.fixture
+def crew(monkeypatch):
+    """A crew of helper threads of the test's own (`parallel._Crew`), which sleep as soon as
+    their share is done (no watching for the next launch)."""
+    monkeypatch.setattr(parallel, "IDLE_SPIN_S", 0.0)
+    own = parallel._Crew()
+    monkeypatch.setattr(parallel, "_crew", own)
+    return own
+
+
+def test_helpers_asleep_are_woken_for_the_next_launch(crew):
+    backend = CPUBackend(num_threads=3)
+    for _ in range(3):
+        assert _vector_add_on(backend) == 3
+        deadline = time.monotonic() + 10
+        while crew.sleepers < 2 and time.monotonic() < deadline:
+            time.sleep(0.001)
+        assert crew.sleepers == 2  # both helpers wait to be woken
+        time.sleep(0.01)  # past their first, timed, wait
+    assert crew.launch == 3
+
+
+def test_a_launch_that_finds_the_crew_busy_runs_its_shares_in_turn(crew, splits):
+    """(another host thread splitting a launch holds the crew)"""
+    backend = CPUBackend(num_threads=3)
+    with crew.busy:
+        assert _vector_add_on(backend) == 3
+    assert splits == [3]
+    assert crew.launch == 0
+
+
+def test_an_interrupt_while_waiting_stops_the_helpers_first(crew, monkeypatch):
+    """A KeyboardInterrupt while the launching thread waits for the helpers: they are stopped
+    and waited for, so that the next launch finds the crew free and its contexts untouched."""
+    watch, calls = parallel._watch, []
+
+    def interrupted(*args):
+        calls.append(args)
+        if len(calls) == 1:
+            raise KeyboardInterrupt
+        return watch(*args)
+    monkeypatch.setattr(parallel, "_watch", interrupted)
+    backend = CPUBackend(num_threads=3)
+    with pytest.raises(KeyboardInterrupt):
+        _vector_add_on(backend)
+    assert len(calls) >= 2 and not crew.busy.locked()
+    assert (crew.flags[1:3] == crew.launch).all()
+    assert crew.job == (crew.launch, None, 0)  # the interrupted launch's arrays are let go
+    assert _vector_add_on(backend) == 3
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="os.fork is POSIX only")
+def test_a_forked_child_splits_launches_on_helpers_of_its_own():
+    backend = CPUBackend(num_threads=2)
+    assert _vector_add_on(backend) == 2  # the parent's crew exists
+    pid = os.fork()
+    if pid == 0:  # the child: no pytest here, only an exit status
+        ok = False
+        try:
+            signal.alarm(60)  # a child that waited for its parent's helpers would hang
+            ok = _vector_add_on(backend) == 2
+        finally:
+            os._exit(0 if ok else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+
+
+def test_nothing_of_a_split_launch_outlives_it():
+    """The helpers keep no reference to a finished launch: a freed array's memory goes back."""
+    backend = CPUBackend(num_threads=3)
+    a, out = backend.to_device(np.ones(3072, np.float32)), backend.allocate(3072, np.float32)
+    backend.launch_kernel(backend.compile_kernel(vector_add), 12, 256, a, a, out)
+    assert backend.launches[-1].extra["host_threads"] == 3
+    storage = [weakref.ref(array.host_view().base) for array in (a, out)]
+    backend.free(a)
+    backend.free(out)
+    gc.collect()
+    assert [ref() for ref in storage] == [None, None]

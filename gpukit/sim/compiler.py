@@ -115,7 +115,8 @@ RUNTIME: dict[str, Any] = {P + name: value for name, value in {
     "cbrt": intrinsics.cbrt, "selp": intrinsics.selp, "fence": sync.fence, "put": sync.put,
     "value": sync.value, "result_i32": sync.result_i32, "result_u32": sync.result_u32,
     "result_bool": sync.result_bool, "result2_bool": sync.result2_bool, "bare": lowlevel.bare,
-    "begin_block": sync.begin_block, "begin_thread": sync.begin_thread,
+    "begin_launch": sync.begin_launch, "begin_block": sync.begin_block,
+    "begin_thread": sync.begin_thread,
     "begin_generators": sync.begin_generators, "restore_thread": sync.restore_thread,
     "save_thread": sync.save_thread, "pause_thread": sync.pause_thread, "keep": sync.keep,
     "reload": sync.reload, "runnable": sync.runnable, "end_launch": sync.end_launch,
@@ -401,7 +402,8 @@ def driver_source(params: list[str], generator: bool, nslots: int, regions: bool
     if not generator:
         sums = range(len(counters))
         lines += [f"    _g_sum{j} = 0" for j in sums]
-        lines += [f"    for _g_run in range({CTX}[{L.NBLOCKS}]):",
+        lines += [f"    {P}begin_launch({CTX})",
+                  f"    for _g_run in range({CTX}[{L.NBLOCKS}]):",
                   f"        {P}begin_block({CTX}, _g_run)",
                   "        for _g_k in range(_g_tpb):",
                   (f"            {P}begin_thread({CTX}, {P}thread_at({CTX}, _g_k), {fences}, "
@@ -413,7 +415,8 @@ def driver_source(params: list[str], generator: bool, nslots: int, regions: bool
         lines += [f"    {P}end_launch({CTX})", "    return 0"]
         return "\n".join(lines)
     if regions:
-        lines += [f"    for _g_run in range({CTX}[{L.NBLOCKS}]):",
+        lines += [f"    {P}begin_launch({CTX})",
+                  f"    for _g_run in range({CTX}[{L.NBLOCKS}]):",
                   f"        {P}begin_block({CTX}, _g_run)",
                   f"        {P}begin_generators({CTX})",
                   f"        {call}",

@@ -463,16 +463,17 @@ def _shares(kernel: SimKernel, workspace: Workspace, c: np.ndarray, workers: int
     """A context per host thread (gpukit.sim.parallel): `c` with a contiguous share of the
     blocks as its run order, and, past the first, shared, local and scratch memory of its own
     (from a helper workspace)."""
+    blocks = np.arange(nblocks, dtype=np.int64)
+    keep.append(blocks)
     contexts = []
-    for k, runs in enumerate(parallel.shares(nblocks, workers)):
+    for k, (first, end) in enumerate(parallel.shares(nblocks, workers)):
         share = c.copy()
         if k > 0:
             ws, infos = workspace.helper(k - 1), [None] * nslots
             _shared(kernel, ws, share, dynamic, infos)
             _local(kernel, ws, share, tpb, infos)
             _scratch(kernel, ws, share, tpb, nblocks)
-        share[L.ORDER], share[L.NBLOCKS] = runs.ctypes.data, len(runs)
-        keep.append(runs)
+        share[L.ORDER], share[L.NBLOCKS] = blocks.ctypes.data + 8 * first, end - first
         contexts.append(share)
     return contexts
 

@@ -88,7 +88,7 @@ NSITES = 61  # source sites of the kernel (the per-site counters' and trace coun
 DYN_SHARED = 62  # bytes of dynamic shared memory per block
 LOCAL_STRIDE = 63  # bytes between two threads' local frames (0: threads reuse one frame)
 
-HEADER = 96  # the slot table starts here
+HEADER = 98  # the slot table starts here
 BARRIERS = 64  # block-wide barriers passed, summed over blocks (a launch statistic)
 ORDER = 65  # address of the block run order (int64 linear block ids), 0: in index order
 GEN_RESUMES = 66  # generator resumes (a simulator statistic)
@@ -105,6 +105,8 @@ UNDEF_LT = 79  # the thread (in its block) that made the latest uninitialised re
 PENDING = 80  # a deferred error (an uninitialised value used): code, site, thread, A..E
 GENBUF = 88  # address of the buffer that holds a block's thread generators
 GENBUF_BYTES = 89  # its size
+SIGNAL = 96  # address the driver writes SIGNAL_VALUE to as it starts, 0: none (parallel.run)
+SIGNAL_VALUE = 97
 
 
 # -- memory slots -------------------------------------------------------------------------

@@ -9,6 +9,7 @@ array to a thread costs nothing), and generators kept in a buffer and resumed wh
 from __future__ import annotations
 
 import functools
+import platform
 from collections.abc import Callable
 from typing import Any
 
@@ -135,6 +136,34 @@ def poll(typingctx, addr):
         inst.volatile = True
         return inst
     return types.int64(types.intp), codegen
+
+
+@intrinsic
+def relax(typingctx):
+    """A spin-wait hint (x86 `pause`, Arm `yield`): a loop that watches a flag leaves the
+    core's resources to other work while it waits. Nothing elsewhere."""
+    def codegen(context, builder, signature, args):
+        machine = platform.machine().lower()
+        if machine in ("x86_64", "amd64"):
+            fn = builder.module.declare_intrinsic(
+                "llvm.x86.sse2.pause", fnty=ir.FunctionType(ir.VoidType(), []))
+            builder.call(fn, [])
+        elif machine in ("aarch64", "arm64"):
+            fn = builder.module.declare_intrinsic(
+                "llvm.aarch64.hint", fnty=ir.FunctionType(ir.VoidType(), [ir.IntType(32)]))
+            builder.call(fn, [ir.Constant(ir.IntType(32), 1)])  # 1: yield
+        return context.get_dummy_value()
+    return types.void(), codegen
+
+
+@intrinsic
+def signal(typingctx, addr, value):
+    """A volatile int64 store (a flag another thread watches with `poll`)."""
+    def codegen(context, builder, signature, args):
+        inst = builder.store(args[1], _int_ptr(builder, args[0], 64))
+        inst.volatile = True
+        return context.get_dummy_value()
+    return types.void(types.intp, types.int64), codegen
 
 
 @intrinsic

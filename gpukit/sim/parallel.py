@@ -8,27 +8,37 @@ and local memory, and its own counters. The compiled driver releases the GIL, so
 on as many cores. What the contexts counted is summed into the launch's context afterwards; an
 error is the one the first failing share (in block order) stopped at, as a launch run one block
 after another would report it, and the shares after a failing one are stopped early.
+
+The helper threads are a crew kept for the process (`_Crew`). Handing a share to a thread that
+sleeps costs a wake-up, and on a virtual machine a wake-up can take 50-150 us, several times
+over in a pool's hand-offs (the job, the GIL, the result): more than a share of a mid-sized
+launch is worth. So a helper, after its share, watches for the next launch for a while
+(`IDLE_SPIN_S`) before it sleeps, as OpenMP runtimes do, and the launching thread, after its own
+share, watches the helpers' done flags (`WAIT_SPIN_S`) before it sleeps. Watching is a compiled
+loop of volatile loads that holds no GIL. A launch that finds the crew busy (another host thread
+is splitting a launch of its own) runs its shares one after another on its own thread.
 """
 
 from __future__ import annotations
 
-import itertools
 import os
-from concurrent.futures import ThreadPoolExecutor, wait
+import threading
+import time
 from typing import Any
 
 import numpy as np
 
 from . import layout as L
+from .engine_cache import njit
+from .lowlevel import poll, relax, signal
 
 # GPU threads; smaller launches run on one host thread: there, handing out the shares costs
-# more than it saves (`python -m benchmarks.scaling` on 2 cores with this at 2^17, 2026-12-06:
-# a vector add of 2^17 floats took 1.47 ms split and 1.09 ms not; of 2^18, 1.35 and 1.93 ms)
-MIN_THREADS = 1 << 18
+# more than it saves (a vector add on 2 cores, 2026-12-07, medians of 200 launches: 2^15 floats
+# took 0.28 ms split and 0.29 ms not; 2^16, 0.34 and 0.46 ms; 2^17, 0.53 and 0.90 ms)
+MIN_THREADS = 1 << 16
 MAX_THREADS = 16
-
-_pool: ThreadPoolExecutor | None = None
-_pool_size = 0
+IDLE_SPIN_S = 0.0003  # how long a helper watches for the next launch before it sleeps
+WAIT_SPIN_S = 0.002  # how long the launching thread watches the helpers before it sleeps
 
 
 def usable_cores() -> int:
@@ -38,20 +48,158 @@ def usable_cores() -> int:
     return os.cpu_count() or 1
 
 
-def shares(nblocks: int, threads: int) -> list[np.ndarray]:
-    """`nblocks` block indices in `threads` contiguous runs of nearly equal length."""
-    bounds = np.linspace(0, nblocks, threads + 1).astype(np.int64)
-    return [np.arange(lo, hi, dtype=np.int64) for lo, hi in itertools.pairwise(bounds)]
+def shares(nblocks: int, threads: int) -> list[tuple[int, int]]:
+    """`nblocks` block indices in `threads` contiguous runs of nearly equal length, as
+    (first, end) pairs."""
+    return [(nblocks * k // threads, nblocks * (k + 1) // threads) for k in range(threads)]
 
 
-def _executor(workers: int) -> ThreadPoolExecutor:
-    global _pool, _pool_size
-    if _pool is None or _pool_size < workers:
-        if _pool is not None:
-            _pool.shutdown(wait=False)
-        _pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="gpukit-blocks")
-        _pool_size = workers
-    return _pool
+@njit(nogil=True)
+def _watch(addr: int, count: int, value: int, polls: int) -> bool:
+    """Whether all `count` int64 words from `addr` equal `value` within `polls` looks."""
+    k = 0
+    for _ in range(polls):
+        while k < count and poll(addr + 8 * k) == value:
+            k += 1
+        if k == count:
+            return True
+        relax()
+    return False
+
+
+@njit(nogil=True)
+def _finish_and_watch(flags: int, k: int, done: int, polls: int) -> bool:
+    """Helper `k` has finished launch `done`; whether the next one starts within `polls`."""
+    signal(flags + 8 * k, done)
+    for _ in range(polls):
+        if poll(flags) != done:
+            return True
+        relax()
+    return False
+
+
+def _looks_per_second(addr: int) -> float:
+    """How many looks `_watch` takes a second here: a few million where a look's spin-wait
+    hint is slow (a virtual machine may trap it), a hundred million or more where it is not."""
+    _watch(addr, 1, -1, 1)  # compiled (or loaded) before it is timed
+    polls = 256
+    while True:
+        start = time.perf_counter()
+        _watch(addr, 1, -1, polls)
+        elapsed = time.perf_counter() - start
+        if elapsed > 2e-4:
+            return polls / elapsed
+        polls *= 4
+
+
+class _Crew:
+    """Helper threads 1, 2, ..., each running its share of the current launch (`job`).
+
+    `flags[0]` is the number of the latest launch started, `flags[k]` the number of the latest
+    launch helper k has finished: the launching thread writes the first (from its driver, or
+    here), helper k only its own (from compiled code). `sleepers` counts the helpers that
+    stopped watching and wait to be woken (under `wake`)."""
+
+    def __init__(self) -> None:
+        self.flags = np.zeros(MAX_THREADS, np.int64)
+        self.address = self.flags.ctypes.data
+        self.wake = threading.Condition()
+        self.busy = threading.Lock()  # held by the launch the crew is running
+        self.launch = 0
+        self.job: tuple = (0, None, 0)
+        self.size = 1  # threads, counting the launching one
+        self.sleepers = 0
+        self.polls_per_s = _looks_per_second(self.address)
+
+    def _polls(self, seconds: float) -> int:
+        return max(int(seconds * self.polls_per_s), 1)
+
+    def _serve(self, k: int, done: int) -> None:
+        idle = self._polls(IDLE_SPIN_S)
+        while True:
+            if not _finish_and_watch(self.address, k, done, idle):
+                with self.wake:
+                    self.sleepers += 1
+                    timeout = 0.002  # a launch starting now may have missed that it sleeps
+                    while self.flags[0] == done:
+                        self.wake.wait(timeout)
+                        timeout = None
+                    self.sleepers -= 1
+            done = self._share(k)
+
+    def _share(self, k: int) -> int:
+        """Run helper `k`'s share of the current launch, if it has one; the launch's number.
+        (Nothing of the launch outlives the call: a freed array's memory is given back.)"""
+        launch, one, count = self.job
+        if k < count:
+            one(k)
+        return launch
+
+    def publish(self, launch: int) -> None:
+        """Start `launch` here (its driver did not), waking the helpers that sleep."""
+        with self.wake:
+            self.flags[0] = launch
+            self.wake.notify_all()
+
+    def run(self, one: Any, contexts: list[np.ndarray]) -> None:
+        """`one(k)` for every context k, on this thread (k = 0) and the helpers at once: the
+        first context's driver starts the launch (`L.SIGNAL`) unless a helper sleeps."""
+        count = len(contexts)
+        while self.size < count:
+            threading.Thread(target=self._serve, args=(self.size, self.launch), daemon=True,
+                             name=f"gpukit-blocks-{self.size}").start()
+            self.size += 1
+        self.job = (self.launch + 1, one, count)
+        self.launch += 1
+        if self.sleepers:
+            self.publish(self.launch)
+        else:
+            contexts[0][L.SIGNAL], contexts[0][L.SIGNAL_VALUE] = self.address, self.launch
+        try:
+            one(0)
+            if self.flags[0] != self.launch or self.sleepers:  # the driver failed to start,
+                self.publish(self.launch)  # or a helper went to sleep as it started
+            self.wait(count, WAIT_SPIN_S)
+        except BaseException:  # a KeyboardInterrupt while waiting: stop every share first
+            for context in contexts:
+                context[L.STOP] = 1
+            self.publish(self.launch)
+            self.wait(count, 0.0)
+            raise
+        finally:
+            self.job = (self.launch, None, 0)  # nothing of the launch is kept
+
+    def wait(self, count: int, spin_s: float) -> None:
+        """Until helpers 1 .. count - 1 have finished the latest launch: watch them for
+        `spin_s` (returning to Python each millisecond at most, where a KeyboardInterrupt is
+        seen), then look again after each half millisecond of sleep."""
+        addr, launch = self.address + 8, self.launch
+        polls, end = self._polls(min(spin_s, 0.001)), time.perf_counter() + spin_s
+        while not _watch(addr, count - 1, launch, polls):
+            if time.perf_counter() > end:
+                time.sleep(0.0005)
+                polls = 1
+
+
+_crew: _Crew | None = None
+_crew_made = threading.Lock()
+
+
+def _the_crew() -> _Crew:
+    global _crew
+    with _crew_made:
+        if _crew is None:
+            _crew = _Crew()
+        return _crew
+
+
+def _forked() -> None:  # a forked child has none of its parent's threads
+    global _crew, _crew_made
+    _crew, _crew_made = None, threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forked)
 
 
 def run(driver: Any, contexts: list[np.ndarray], values: list, c: np.ndarray) -> None:
@@ -68,15 +216,15 @@ def run(driver: Any, contexts: list[np.ndarray], values: list, c: np.ndarray) ->
             for later in contexts[k + 1:]:  # their errors would come after this one
                 later[L.STOP] = 1
 
-    futures = [_executor(len(contexts) - 1).submit(one, k) for k in range(1, len(contexts))]
-    try:
-        one(0)
-        wait(futures)
-    except BaseException:  # a KeyboardInterrupt while waiting: stop every share first
-        for context in contexts:
-            context[L.STOP] = 1
-        wait(futures)
-        raise
+    crew = _the_crew()
+    if crew.busy.acquire(blocking=False):
+        try:
+            crew.run(one, contexts)
+        finally:
+            crew.busy.release()
+    else:  # another host thread's launch has the crew
+        for k in range(len(contexts)):
+            one(k)
     stamp = max(int(context[L.STAMP]) for context in contexts)
     for k, exc in enumerate(errors):
         if exc is not None:
@@ -84,16 +232,18 @@ def run(driver: Any, contexts: list[np.ndarray], values: list, c: np.ndarray) ->
             c[L.STAMP] = stamp
             raise exc
     _merge(c, contexts, stamp)
-
-
 def _merge(c: np.ndarray, contexts: list[np.ndarray], stamp: int) -> None:
     """The launch's counters in `c`: barriers and per-site executions summed, the stamp the
     latest any share reached (what the next launch counts on from)."""
     c[L.STAMP] = stamp
     c[L.BARRIERS] = sum(int(context[L.BARRIERS]) for context in contexts)
     base, n = int(c[L.SITE_BASE]), int(c[L.NSITES]) * L.SITE_FIELDS
-    rows = np.stack([context[base:base + n] for context in contexts]).reshape(
-        len(contexts), -1, L.SITE_FIELDS)
-    merged = rows.sum(axis=0)
-    merged[:, L.SC_ITEMSIZE] = rows[:, :, L.SC_ITEMSIZE].max(axis=0)
-    c[base:base + n] = merged.ravel()
+    rows = [context[base:base + n] for context in contexts]
+    merged = c[base:base + n]
+    merged[:] = rows[0]
+    for row in rows[1:]:
+        merged += row
+    sizes = merged[L.SC_ITEMSIZE::L.SITE_FIELDS]  # an item size is the largest, not a sum
+    sizes[:] = rows[0][L.SC_ITEMSIZE::L.SITE_FIELDS]
+    for row in rows[1:]:
+        np.maximum(sizes, row[L.SC_ITEMSIZE::L.SITE_FIELDS], out=sizes)

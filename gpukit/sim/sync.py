@@ -28,10 +28,27 @@ from numba import types
 from . import engine_cache
 from . import layout as L
 from .access import fail, settle
-from .lowlevel import bits_of, from_bits, load_i64, overload, poll, register_jitable, store_i64
+from .lowlevel import (
+    bits_of,
+    from_bits,
+    load_i64,
+    overload,
+    poll,
+    register_jitable,
+    signal,
+    store_i64,
+)
 
 
 # -- blocks and threads ------------------------------------------------------------------------
+@register_jitable
+def begin_launch(c):
+    """Before the first block: tell the host threads that wait for this launch to start
+    (`gpukit.sim.parallel`), from compiled code, which holds no GIL they would wait for."""
+    if c[L.SIGNAL] != 0:
+        signal(c[L.SIGNAL], c[L.SIGNAL_VALUE])
+
+
 @register_jitable
 def begin_block(c, run):
     """Set up the `run`-th block to execute (its coordinates, stamps, and counters)."""
