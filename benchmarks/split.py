@@ -1,0 +1,95 @@
+"""Where splitting a launch over host threads starts to pay: one host thread against all.
+
+`gpukit.sim.parallel.MIN_THREADS` is the smallest launch the simulator splits over cores. This
+measures the vector add of `benchmarks.kernels` with all checks at each size from 2^12 floats,
+on `CPUBackend(num_threads=1)` and on one host thread per usable core, with the threshold
+lowered so that every size splits. The two alternate in rounds of launches (a round of one, a
+round of the other, `--rounds` times), so a burst of load on a shared machine falls on both;
+each cell is the median launch. A ratio above 1 says the split launch was faster.
+
+    python -m benchmarks.split [--sizes 12-20] [--rounds 6] [--launches 40]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from collections.abc import Callable
+
+import numpy as np
+
+from .kernels import vector_add
+from .report import load_average, machine, text_table
+
+HEADERS = ["floats", "1 thread ms", "split ms", "1 thread / split", "host threads"]
+
+
+def _launcher(threads: int | None, n: int) -> tuple[Callable[[], None], Callable[[], int]]:
+    from gpukit.backends.cpu import CPUBackend
+
+    backend = CPUBackend(num_threads=threads, watchdog_s=None)
+    kernel = backend.compile_kernel(vector_add)
+    a = backend.to_device(np.random.default_rng(0).random(n, np.float32))
+    out = backend.allocate(n, np.float32)
+
+    def launch() -> None:
+        backend.launch_kernel(kernel, -(-n // 256), 256, a, a, out)
+
+    def verified() -> int:
+        np.testing.assert_array_equal(backend.to_host(out), backend.to_host(a) * 2)
+        return backend.launches[-1].extra["host_threads"]
+    return launch, verified
+
+
+def _timed(launch: Callable[[], None], count: int) -> list[float]:
+    times = []
+    for _ in range(count):
+        start = time.perf_counter()
+        launch()
+        times.append(time.perf_counter() - start)
+    return times
+
+
+def rows(exponents: range, rounds: int, launches: int,
+         log: Callable[[str], None] = lambda msg: None) -> list[list[str]]:
+    from gpukit.sim import parallel
+
+    table = []
+    threshold = parallel.MIN_THREADS
+    parallel.MIN_THREADS = 0
+    try:
+        for e in exponents:
+            log(f"2^{e}")
+            (one, _), (split, split_threads) = (_launcher(t, 1 << e) for t in (1, None))
+            one(), split()  # compiled, or loaded from the cache
+            times: dict[str, list[float]] = {"one": [], "split": []}
+            for _ in range(rounds):
+                times["one"] += _timed(one, launches)
+                times["split"] += _timed(split, launches)
+            a, b = (statistics.median(times[k]) * 1e3 for k in ("one", "split"))
+            table.append([f"2^{e}", f"{a:.3f}", f"{b:.3f}", f"{a / b:.2f}",
+                          str(split_threads())])
+    finally:
+        parallel.MIN_THREADS = threshold
+    return table
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--sizes", default="12-20", help="exponents of 2, FIRST-LAST")
+    parser.add_argument("--rounds", type=int, default=6)
+    parser.add_argument("--launches", type=int, default=40, help="launches per round")
+    args = parser.parse_args()
+    first, last = (int(v) for v in args.sizes.split("-"))
+    from gpukit.sim import parallel
+
+    info = machine()
+    print(f"{info['CPU']}, {info['cores']}; gpukit {info['gpukit']}")
+    print(f"load average before: {load_average()}; MIN_THREADS = {parallel.MIN_THREADS}")
+    print(text_table(HEADERS, rows(range(first, last + 1), args.rounds, args.launches)))
+    print(f"load average after: {load_average()}")
+
+
+if __name__ == "__main__":
+    main()
