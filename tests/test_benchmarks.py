@@ -314,3 +314,16 @@ def test_revisions_can_measure_only_the_targets_named(monkeypatch):
     assert f"| {loop} | 100.0 us | 100.0 us |" in text and "tiled matmul" not in text
     with pytest.raises(SystemExit):  # argparse refuses a target it does not know
         revisions.main(["old", "--target", "matmul"])
+
+
+def test_split_benchmark_times_one_thread_against_every_core_and_restores_the_threshold():
+    from benchmarks import split
+    from gpukit.sim import parallel
+
+    threshold = parallel.MIN_THREADS
+    table = split.rows(range(10, 12), rounds=1, launches=2)
+    assert parallel.MIN_THREADS == threshold
+    assert [row[0] for row in table] == ["2^10", "2^11"]
+    for _, one, many, ratio, threads in table:
+        assert float(ratio) == pytest.approx(float(one) / float(many), rel=0.02, abs=0.02)
+        assert int(threads) == min(parallel.usable_cores(), parallel.MAX_THREADS)
