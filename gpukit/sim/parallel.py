@@ -15,7 +15,9 @@ over in a pool's hand-offs (the job, the GIL, the result): more than a share of 
 launch is worth. So a helper, after its share, watches for the next launch for a while
 (`IDLE_SPIN_S`) before it sleeps, as OpenMP runtimes do, and the launching thread, after its own
 share, watches the helpers' done flags (`WAIT_SPIN_S`) before it sleeps. Watching is a compiled
-loop of volatile loads that holds no GIL. A launch that finds the crew busy (another host thread
+loop of volatile loads that holds no GIL, and the flags are written from compiled code too (the
+launch's number by its driver as it starts, `sync.begin_launch`; a helper's by its next watch),
+so that no hand-off waits for the GIL while the other thread holds it. A launch that finds the crew busy (another host thread
 is splitting a launch of its own) runs its shares one after another on its own thread.
 """
 
