@@ -36,6 +36,7 @@ from .lowlevel import (
     load_at,
     load_u8,
     load_u64,
+    out_of_line,
     overload,
     record_addr,
     register_jitable,
@@ -395,12 +396,39 @@ def touch(c, site, d, addr, isz, kind, preserving):
     `d`: the slot's descriptor (NODESC: find it by address); kind: KIND_READ, KIND_WRITE or
     KIND_ATOMIC; `preserving`: a plain write of the bits already there (checked as a read).
     """
-    if d[D_FLAGS] & QUIET_FLAG and (kind == L.KIND_READ or d[D_WRITABLE] != 0):
+    if _quiet(d, addr, kind):
         return
+    _checked(c, site, d, addr, isz, kind, preserving)
+
+
+@register_jitable(forceinline=True)
+def touch_outlined(c, site, d, addr, isz, kind, preserving):
+    """`touch` for a kernel with many accesses (`OUTLINE_ACCESSES`): only its two cheapest
+    cases are compiled into each access; the rest is one function that each access calls.
+    Compiled into every access, the whole of it makes LLVM's work grow faster than the kernel
+    (2026-12-07, 2-core VM: 40 reads and 40 writes took 34-40 s to compile, 6 s this way;
+    kernels with fewer accesses keep `touch`, whose checks run up to twice as fast)."""
+    if _quiet(d, addr, kind):
+        return
+    _checked_call(c, site, d, addr, isz, kind, preserving)
+
+
+@register_jitable(forceinline=True)
+def _quiet(d, addr, kind):
+    """The accesses with nothing to check (QUIET_FLAG) or only a written mark to set
+    (MARK_FLAG, set here): whether that was all."""
+    if d[D_FLAGS] & QUIET_FLAG and (kind == L.KIND_READ or d[D_WRITABLE] != 0):
+        return True
     if d[D_FLAGS] & MARK_FLAG and kind == L.KIND_WRITE:
         shift = d[D_SHIFT]  # the element's index, as desc allows: all but addr >> shift is
         store_u8(d[D_INIT] - (d[D_BASE] >> shift) + (addr >> shift), 1)  # the same every time
-        return
+        return True
+    return False
+
+
+@register_jitable(forceinline=True)
+def _checked(c, site, d, addr, isz, kind, preserving):
+    """`touch` past `_quiet`: init marks, race records and the trace."""
     if d[D_BASE] < 0:
         d = _dynamic(c, site, addr, isz)
         if d[D_BASE] < 0:
@@ -442,6 +470,9 @@ def touch(c, site, d, addr, isz, kind, preserving):
             _write_record(c, site, wrec, e, lo, how)
     if flags & TRACE_FLAG and c[L.TRACE_ON]:  # (off in blocks outside a sample)
         _trace(c, site, d[D_SLOT], e, kind)
+
+
+_checked_call = out_of_line(_checked)
 
 
 @register_jitable
@@ -529,15 +560,17 @@ def _full_index(idx) -> int:
 
 
 def _element_source(ndim: int, store: bool, tuple_index: bool, direct: bool,
-                    unraced: str = "", bounds: bool = True) -> str:
+                    unraced: str = "", bounds: bool = True, outlined: bool = False) -> str:
     """Element access for `ndim` integer indices (tuples may mix integer types).
 
     `direct`: the element is a number or a boolean, loaded and stored at the address computed
     here (other dtypes, such as records, go through Numba's own indexing). `unraced`: a read
     that keeps no race records, "checked" (`ld_unraced`: its other checks run where its
     descriptor has any) or "bare" (`ld_bare`: the bounds only). Without `bounds`, the indices
-    are known to be in bounds (`ld_free`, `ld_inb`, `st_inb`)."""
+    are known to be in bounds (`ld_free`, `ld_inb`, `st_inb`). `outlined`: the checks call
+    `touch_outlined` (a kernel with many accesses)."""
     args = "c, obj, idx, value, site, d, n" if store else "c, obj, idx, site, d, n"
+    touch_ = "touch_outlined" if outlined else "touch"
     lines = [f"def impl({args}):",
              "    addr = addr_of(obj)"]
     for k in range(ndim):
@@ -559,23 +592,23 @@ def _element_source(ndim: int, store: bool, tuple_index: bool, direct: bool,
         if direct:  # the old value matters only to the race records (a write that keeps the
             lines += ["    if d[4] == 0 and d[0] >= 0:",  # bits counts as a read): a fresh
                       "        store_at(addr, value, obj)",  # output's page is not read first
-                      "        touch(c, site, d, addr, obj.itemsize, KIND_WRITE, False)",
+                      f"        {touch_}(c, site, d, addr, obj.itemsize, KIND_WRITE, False)",
                       "        return",
                       "    old = load_at(addr, obj)",
                       "    store_at(addr, value, obj)",
-                      ("    touch(c, site, d, addr, obj.itemsize, KIND_WRITE, "
+                      (f"    {touch_}(c, site, d, addr, obj.itemsize, KIND_WRITE, "
                        "same_bits(old, load_at(addr, obj)))")]
         else:
             lines += [f"    old = obj[{index}]",
                       f"    obj[{index}] = value",
-                      (f"    touch(c, site, d, addr, obj.itemsize, KIND_WRITE, "
+                      (f"    {touch_}(c, site, d, addr, obj.itemsize, KIND_WRITE, "
                        f"same_bits(old, obj[{index}]))")]
     else:
         if unraced == "checked":
             lines += ["    if d[2] != INIT_NONE or d[8] & TRACE_FLAG:",
                       "        touch_unraced(c, site, d, addr, obj.itemsize)"]
         elif not unraced:
-            lines.append("    touch(c, site, d, addr, obj.itemsize, KIND_READ, False)")
+            lines.append(f"    {touch_}(c, site, d, addr, obj.itemsize, KIND_READ, False)")
         lines.append("    return load_at(addr, obj)" if direct else f"    return obj[{index}]")
     return "\n".join(lines)
 
@@ -584,23 +617,34 @@ _IMPLS: dict = {}
 
 
 def _impl_for(ndim: int, store: bool, tuple_index: bool, direct: bool, unraced: str = "",
-              bounds: bool = True):
-    key = (ndim, store, tuple_index, direct, unraced, bounds)
+              bounds: bool = True, outlined: bool = False):
+    key = (ndim, store, tuple_index, direct, unraced, bounds, outlined)
     if key not in _IMPLS:
         namespace = {"__name__": __name__,  # (Numba's cache finds its globals again by it)
                      "np": np, "addr_of": addr_of, "bounds_fail": bounds_fail, "touch": touch,
+                     "touch_outlined": touch_outlined,
                      "touch_unraced": touch_unraced, "INIT_NONE": L.INIT_NONE,
                      "TRACE_FLAG": TRACE_FLAG,
                      "same_bits": same_bits, "CHECKS": L.CHECKS, "CHECK_BOUNDS": L.CHECK_BOUNDS,
                      "CHECK_WRAPAROUND": L.CHECK_WRAPAROUND,
                      "KIND_WRITE": L.KIND_WRITE, "KIND_READ": L.KIND_READ,
                      "load_at": load_at, "store_at": store_at}
-        source = _element_source(ndim, store, tuple_index, direct, unraced, bounds)
+        source = _element_source(ndim, store, tuple_index, direct, unraced, bounds, outlined)
         exec(compile(source, f"<gpukit {ndim}-d access>", "exec"), namespace)  # noqa: S102
         _IMPLS[key] = impl = namespace["impl"]
         # its source is the key's: the key names it for the cache on disk
         engine_cache.enroll(impl, "-".join(str(k) for k in key))
     return _IMPLS[key]
+
+
+# A kernel (with its device functions) that has more element accesses than this calls their
+# checks out of line (`touch_outlined`). The transform says so by the type of each access's last
+# argument, `n`: False instead of 0 (a bool, not an int).
+OUTLINE_ACCESSES = 16
+
+
+def _outlined(n) -> bool:
+    return isinstance(n, types.Boolean)
 
 
 def _direct(ary: types.Array) -> bool:
@@ -669,9 +713,9 @@ def _ol_ld(c, obj, idx, site, d, n):
     if isinstance(obj, types.CPointer):
         return _pointer_access(obj, idx, False)
     if isinstance(obj, types.Array):
-        n = _full_index(idx)
-        if n == obj.ndim:
-            return _impl_for(n, False, isinstance(idx, types.BaseTuple), _direct(obj))
+        if _full_index(idx) == obj.ndim:
+            return _impl_for(obj.ndim, False, isinstance(idx, types.BaseTuple), _direct(obj),
+                             outlined=_outlined(n))
         return None  # a view: the overload below
     field = _field(obj, idx)
     if field is not None:
@@ -728,7 +772,7 @@ def _ol_ld_free(c, obj, idx, site, d, n):
 def _ol_ld_inb(c, obj, idx, site, d, n):
     if _one_element(obj, idx):
         return _impl_for(obj.ndim, False, isinstance(idx, types.BaseTuple), _direct(obj),
-                         bounds=False)
+                         bounds=False, outlined=_outlined(n))
     return None
 
 
@@ -744,7 +788,7 @@ def _ol_ld_inb_other(c, obj, idx, site, d, n):
 def _ol_st_inb(c, obj, idx, value, site, d, n):
     if _one_element(obj, idx):
         return _impl_for(obj.ndim, True, isinstance(idx, types.BaseTuple), _direct(obj),
-                         bounds=False)
+                         bounds=False, outlined=_outlined(n))
     return None
 
 
@@ -778,9 +822,9 @@ def _ol_st(c, obj, idx, value, site, d, n):
     if isinstance(obj, types.CPointer):
         return _pointer_access(obj, idx, True)
     if isinstance(obj, types.Array):
-        n = _full_index(idx)
-        if n == obj.ndim:
-            return _impl_for(n, True, isinstance(idx, types.BaseTuple), _direct(obj))
+        if _full_index(idx) == obj.ndim:
+            return _impl_for(obj.ndim, True, isinstance(idx, types.BaseTuple), _direct(obj),
+                             outlined=_outlined(n))
         return None  # a slice or a partial index: the overload below
     field = _field(obj, idx)
     if field is not None:

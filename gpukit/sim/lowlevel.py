@@ -81,6 +81,36 @@ def trap() -> None:
     raise Trap()
 
 
+def out_of_line(func: Callable) -> Any:
+    """`func` (a Python function for Numba's CPU target that returns nothing) as an intrinsic
+    that calls it as one function of its own, which LLVM may not inline (`noinline` on each
+    call). Numba lets LLVM inline what it likes, and LLVM copies a big function into each place
+    that calls it: a kernel with many accesses then takes long to compile (see
+    `access.touch_outlined`). Literal arguments are passed as their plain types, so that one
+    compiled function serves every call."""
+    @intrinsic
+    def call(typingctx, *args):
+        plain = tuple(types.unliteral(t) for t in args)
+
+        def codegen(context, builder, signature, packed):
+            given = signature.args[0].types  # the arguments come as one tuple
+            values = [context.cast(builder, v, t, p) for v, t, p in zip(
+                cgutils.unpack_tuple(builder, packed[0], len(given)), given, plain)]
+            fndesc = context.compile_subroutine(builder, func, types.none(*plain)).fndesc
+            fn = context.declare_function(builder.module, fndesc)
+            status, _ = context.call_conv.call_function(builder, fn, types.none, plain, values)
+            for instr in reversed(builder.block.instructions):
+                if isinstance(instr, ir.CallInstr) and instr.callee is fn:
+                    instr.attributes.add("noinline")
+                    break
+            with cgutils.if_unlikely(builder, status.is_error):
+                context.call_conv.return_status_propagate(builder, status)
+            return context.get_dummy_value()
+        return types.none(types.StarArgTuple.from_types(args)), codegen
+    functools.update_wrapper(call, func, updated=())
+    return call
+
+
 def _int_ptr(builder, addr, bits):
     return builder.inttoptr(addr, ir.PointerType(ir.IntType(bits)))
 

@@ -32,7 +32,7 @@ import numba
 import numpy as np
 
 from ..errors import GpukitWarning, UnsupportedKernelError, typing_error_as
-from . import eager, extensions, names, vectors
+from . import access, eager, extensions, names, vectors
 from . import layout as L
 from . import nodes as N
 from .device_array import array_layout
@@ -123,6 +123,7 @@ class Build:
     # local array declaration; None: not known (the kernel is laid out for each launch's types)
     arg_dtypes: dict | None = None
     counter: int = 0
+    outlined: dict = field(default_factory=dict)  # access site -> checked out of line or not
     # device arrays the kernel and its functions capture as globals or closure variables, as
     # numba-cuda captures them (by pointer, when first compiled): (the object, its slot, its
     # words' offset in the launch's table of their descriptions, the words' count)
@@ -613,7 +614,7 @@ class UnitRewriter:
         transform knows the slot) and the increment of the site's counter."""
         hint = self._hint(value)
         if hint < 0 or self.conditional or not self._counts:
-            return [N.const(site), N.name(P + "NODESC"), N.const(0)]
+            return [N.const(site), N.name(P + "NODESC"), self.outlining(site)]
         self.build.site_slots[site] = hint
         owner = self.frame_owner or self
         space = {"param": L.SPACE_GLOBAL, "local": L.SPACE_LOCAL}.get(
@@ -622,7 +623,17 @@ class UnitRewriter:
         owner.counters.append((site, space, counter))
         self._counts[-1].append(counter)
         desc = ast.Subscript(value=N.name(P + "D"), slice=N.const(hint), ctx=ast.Load())
-        return [N.const(site), desc, N.const(0)]
+        return [N.const(site), desc, self.outlining(site)]
+
+    def outlining(self, site: int) -> ast.expr:
+        """An access's last argument: 0, or False (a bool) for the accesses past the first
+        OUTLINE_ACCESSES (source sites, in the order rewritten) of the kernel and its device
+        functions: their checks are compiled once and called, not copied into each access
+        (`access.touch_outlined`)."""
+        outlined = self.build.outlined
+        if site not in outlined:
+            outlined[site] = len(outlined) >= access.OUTLINE_ACCESSES
+        return N.const(False if outlined[site] else 0)
 
     conditional = 0  # > 0 while rewriting code that may run other than once per statement
 
@@ -774,7 +785,7 @@ class UnitRewriter:
         k = self.build.fresh("k")
         site = self.site(node.iter, "read", label=_root_name(node.iter))
         item = N.call(P + "ld", N.name(CTX), N.name(seq), N.name(k), N.const(site),
-                      N.name(P + "NODESC"), N.const(0))
+                      N.name(P + "NODESC"), self.outlining(site))
         body = self._bind_target(node.target, item)
         return [N.assign(seq, self.expr(node.iter)),
                 ast.For(target=N.store(k), iter=N.call("range", N.call(P + "len", N.name(seq))),
@@ -813,7 +824,7 @@ class UnitRewriter:
         site = self.site(it, "read", label=_root_name(it))
         return (N.call(P + "len", N.name(name)),
                 N.call(P + "ld", N.name(CTX), N.name(name), N.name(k), N.const(site),
-                       N.name(P + "NODESC"), N.const(0)))
+                       N.name(P + "NODESC"), self.outlining(site)))
 
     def _bind_target(self, target: ast.expr, value: ast.expr) -> list[ast.stmt]:
         """Assign an already rewritten value (loads marked) to a loop target."""
