@@ -403,11 +403,12 @@ def touch(c, site, d, addr, isz, kind, preserving):
 
 @register_jitable(forceinline=True)
 def touch_outlined(c, site, d, addr, isz, kind, preserving):
-    """`touch` for a kernel with many accesses (`OUTLINE_ACCESSES`): only its two cheapest
-    cases are compiled into each access; the rest is one function that each access calls.
-    Compiled into every access, the whole of it makes LLVM's work grow faster than the kernel
-    (2026-12-07, 2-core VM: 40 reads and 40 writes took 34-40 s to compile, 6 s this way;
-    kernels with fewer accesses keep `touch`, whose checks run up to twice as fast)."""
+    """`touch` for the access sites of a kernel past its first `OUTLINE_ACCESSES`: only its
+    two cheapest cases are compiled into each access; the rest is one function that each
+    access calls. Compiled into every access, the whole of it makes LLVM's work grow faster
+    than the kernel (2026-12-07, 2-core VM: 40 reads and 40 writes took 29-40 s to compile,
+    8.6 s with those past the first 16 this way, 6 s with all; `touch`'s inline checks run up
+    to twice as fast, so the first sites keep it)."""
     if _quiet(d, addr, kind):
         return
     _checked_call(c, site, d, addr, isz, kind, preserving)
@@ -637,9 +638,9 @@ def _impl_for(ndim: int, store: bool, tuple_index: bool, direct: bool, unraced: 
     return _IMPLS[key]
 
 
-# A kernel (with its device functions) that has more element accesses than this calls their
-# checks out of line (`touch_outlined`). The transform says so by the type of each access's last
-# argument, `n`: False instead of 0 (a bool, not an int).
+# The element access sites of a kernel (with its device functions) past the first this many call
+# their checks out of line (`touch_outlined`). The transform says so by the type of each such
+# access's last argument, `n`: False instead of 0 (a bool, not an int).
 OUTLINE_ACCESSES = 16
 
 

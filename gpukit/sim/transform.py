@@ -611,7 +611,7 @@ class UnitRewriter:
 
     def access(self, site: int, value: ast.expr) -> list[ast.expr]:
         """The trailing arguments of an access: its site, its slot's descriptor (when the
-        transform knows the slot) and the increment of the site's counter."""
+        transform knows the slot) and `outlining`'s flag."""
         hint = self._hint(value)
         if hint < 0 or self.conditional or not self._counts:
             return [N.const(site), N.name(P + "NODESC"), self.outlining(site)]
