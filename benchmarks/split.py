@@ -5,27 +5,36 @@ measures the vector add of `benchmarks.kernels` with all checks at each size fro
 on `CPUBackend(num_threads=1)` and on one host thread per usable core, with the threshold
 lowered so that every size splits. The two alternate in rounds of launches (a round of one, a
 round of the other, `--rounds` times), so a burst of load on a shared machine falls on both;
-each cell is the median launch. A ratio above 1 says the split launch was faster.
+each cell is the median launch. A ratio above 1 says the split launch was faster. "blocks
+per thread" is how the last split launch's blocks fell to its host threads (they take them a
+chunk at a time as they get to them, `gpukit.sim.parallel`).
 
-    python -m benchmarks.split [--sizes 12-20] [--rounds 6] [--launches 40]
+`--busy N` runs N processes that only spin while it measures, as other work on the machine
+would: a split launch then has a host thread that runs slower or later than the others.
+
+    python -m benchmarks.split [--sizes 12-20] [--rounds 6] [--launches 40] [--busy 0]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import statistics
+import subprocess
+import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import numpy as np
 
 from .kernels import vector_add
 from .report import load_average, machine, text_table
 
-HEADERS = ["floats", "1 thread ms", "split ms", "1 thread / split", "host threads"]
+HEADERS = ["floats", "1 thread ms", "split ms", "1 thread / split", "host threads",
+           "blocks per thread"]
 
 
-def _launcher(threads: int | None, n: int) -> tuple[Callable[[], None], Callable[[], int]]:
+def _launcher(threads: int | None, n: int) -> tuple[Callable[[], None], Callable[[], tuple]]:
     from gpukit.backends.cpu import CPUBackend
 
     backend = CPUBackend(num_threads=threads, watchdog_s=None)
@@ -36,10 +45,23 @@ def _launcher(threads: int | None, n: int) -> tuple[Callable[[], None], Callable
     def launch() -> None:
         backend.launch_kernel(kernel, -(-n // 256), 256, a, a, out)
 
-    def verified() -> int:
+    def verified() -> tuple:
         np.testing.assert_array_equal(backend.to_host(out), backend.to_host(a) * 2)
-        return backend.launches[-1].extra["host_threads"]
+        return backend.launches[-1].extra["host_blocks"]
     return launch, verified
+
+
+@contextlib.contextmanager
+def busy(processes: int) -> Iterator[list[subprocess.Popen]]:
+    """`processes` other processes spinning on the machine's cores while the block runs."""
+    spinners = [subprocess.Popen([sys.executable, "-c", "while True: pass"])
+                for _ in range(processes)]
+    try:
+        yield spinners
+    finally:
+        for p in spinners:
+            p.kill()
+            p.wait()
 
 
 def _timed(launch: Callable[[], None], count: int) -> list[float]:
@@ -68,8 +90,9 @@ def rows(exponents: range, rounds: int, launches: int,
                 times["one"] += _timed(one, launches)
                 times["split"] += _timed(split, launches)
             a, b = (statistics.median(times[k]) * 1e3 for k in ("one", "split"))
-            table.append([f"2^{e}", f"{a:.3f}", f"{b:.3f}", f"{a / b:.2f}",
-                          str(split_threads())])
+            blocks = split_threads()
+            table.append([f"2^{e}", f"{a:.3f}", f"{b:.3f}", f"{a / b:.2f}", str(len(blocks)),
+                          "/".join(str(n) for n in blocks)])
     finally:
         parallel.MIN_THREADS = threshold
     return table
@@ -80,14 +103,18 @@ def main() -> None:
     parser.add_argument("--sizes", default="12-20", help="exponents of 2, FIRST-LAST")
     parser.add_argument("--rounds", type=int, default=6)
     parser.add_argument("--launches", type=int, default=40, help="launches per round")
+    parser.add_argument("--busy", type=int, default=0, help="spinning processes beside it")
     args = parser.parse_args()
     first, last = (int(v) for v in args.sizes.split("-"))
     from gpukit.sim import parallel
 
     info = machine()
     print(f"{info['CPU']}, {info['cores']}; gpukit {info['gpukit']}")
-    print(f"load average before: {load_average()}; MIN_THREADS = {parallel.MIN_THREADS}")
-    print(text_table(HEADERS, rows(range(first, last + 1), args.rounds, args.launches)))
+    print(f"load average before: {load_average()}; MIN_THREADS = {parallel.MIN_THREADS}; "
+          f"{args.busy} spinning processes beside it")
+    with busy(args.busy):
+        table = rows(range(first, last + 1), args.rounds, args.launches)
+    print(text_table(HEADERS, table))
     print(f"load average after: {load_average()}")
 
 

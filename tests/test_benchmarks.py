@@ -324,6 +324,17 @@ def test_split_benchmark_times_one_thread_against_every_core_and_restores_the_th
     table = split.rows(range(10, 12), rounds=1, launches=2)
     assert parallel.MIN_THREADS == threshold
     assert [row[0] for row in table] == ["2^10", "2^11"]
-    for _, one, many, ratio, threads in table:
+    for size, one, many, ratio, threads, blocks in table:
         assert float(ratio) == pytest.approx(float(one) / float(many), rel=0.02, abs=0.02)
         assert int(threads) == min(parallel.usable_cores(), parallel.MAX_THREADS)
+        per_thread = [int(n) for n in blocks.split("/")]
+        assert len(per_thread) == int(threads)
+        assert sum(per_thread) == -(-(1 << int(size[2:])) // 256)  # every block, once
+
+
+def test_split_benchmark_spins_other_processes_only_while_it_measures():
+    from benchmarks import split
+
+    with split.busy(2) as spinning:
+        assert len(spinning) == 2 and all(p.poll() is None for p in spinning)
+    assert all(p.poll() is not None for p in spinning)

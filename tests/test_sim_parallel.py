@@ -7,6 +7,7 @@ import gc
 import math
 import os
 import signal
+import threading
 import time
 import weakref
 
@@ -143,6 +144,76 @@ def test_every_thread_sees_its_own_coordinates(shape, block, threads):
     np.testing.assert_array_equal(out, coordinates_reference(shape, block))
     nblocks = grid[0] * grid[1] * grid[2]
     assert record.extra["host_threads"] == (min(threads, nblocks) if nblocks > 1 else 1)
+    assert sum(record.extra["host_blocks"]) == nblocks  # each block ran once
+    assert len(record.extra["host_blocks"]) == record.extra["host_threads"]
+
+
+def test_chunks_are_a_sixteenth_of_a_threads_even_share_and_at_least_a_block():
+    assert parallel.chunk(4096, 2) == 128
+    assert parallel.chunk(256, 2) == 8
+    assert parallel.chunk(40, 3) == 1
+    assert parallel.chunk(2, 2) == 1
+
+
+@pytest.fixture
+def late_helpers(monkeypatch):
+    """Helpers that start their part of each split launch only once the launching thread has
+    run out of blocks to take, or has failed (as a helper whose core is busy with other work
+    would start late)."""
+    run, stop, done = parallel.run, parallel._stop_claims, threading.Event()
+
+    def stopped(words):
+        stop(words)
+        done.set()
+
+    def held(driver, contexts, values, c):
+        first = contexts[0]
+        done.clear()
+
+        def staggered(context, *args):
+            if context is not first:
+                assert done.wait(30)
+            result = driver(context, *args)
+            if context is first:
+                done.set()
+            return result
+        run(staggered, contexts, values, c)
+    monkeypatch.setattr(parallel, "run", held)
+    monkeypatch.setattr(parallel, "_stop_claims", stopped)
+
+
+@pytest.mark.parametrize("chunks", [1, 16])
+def test_a_thread_that_starts_late_takes_only_the_blocks_left(late_helpers, monkeypatch,
+                                                              chunks):
+    """Blocks are taken a chunk at a time as threads get to them, not dealt out beforehand:
+    here the launching thread runs them all before the helpers start."""
+    monkeypatch.setattr(parallel, "CHUNKS_PER_THREAD", chunks)
+    rng = np.random.default_rng(4)
+    a, b = rng.random(10_000, np.float32), rng.random(10_000, np.float32)
+    (out,), record = launch(CPUBackend(num_threads=3), vector_add, 40, 256, a, b,
+                            outputs=[((10_000,), np.float32)])
+    np.testing.assert_array_equal(out, a + b)
+    assert record.extra["host_threads"] == 3
+    assert record.extra["host_blocks"] == (40, 0, 0)
+
+
+@pytest.mark.parametrize("bad", [[10], [3, 30], [39]])
+def test_a_failing_block_stops_the_taking_of_blocks_after_it(late_helpers, bad):
+    """The launching thread fails at the first bad block; the helpers, starting late, find the
+    launch stopped and take no block (the blocks after its chunk are left unrun, as on one
+    thread): the error is the one a single thread reports."""
+    bad = np.array(bad, np.int64)
+    a = np.zeros(10_240, np.float32)
+    serial, _ = _error(1, read_past_end, a, bad, nblocks=40,
+                       outputs=((10_240,), np.float32), error=OutOfBoundsError)
+    backend = CPUBackend(num_threads=3)
+    out = backend.to_device(np.full(10_240, -1.0, np.float32))
+    with pytest.raises(OutOfBoundsError) as info:
+        backend.launch_kernel(backend.compile_kernel(read_past_end), 40, 256, out,
+                              backend.to_device(a), backend.to_device(bad))
+    assert str(info.value) == serial and f"block ({bad.min()}, 0, 0)" in serial
+    chunk_end = (bad.min() // parallel.chunk(40, 3) + 1) * parallel.chunk(40, 3) * 256
+    assert (backend.to_host(out)[chunk_end:] == -1.0).all()
 
 
 # -- launches that stay on one thread ---------------------------------------------------------

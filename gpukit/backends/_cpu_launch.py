@@ -90,6 +90,7 @@ def launch(backend: Any, kernel: CPUKernel, grid: Any, block: Any, args: tuple,
             occupancy_of=_occupancy_of(backend.profile, kernel, result.signature, block3, shared,
                                        result.stats.static_shared_bytes))
         record.extra["host_threads"] = result.host_threads
+        record.extra["host_blocks"] = result.host_blocks
         if opts.flops is not None:
             record.extra["flops"] = opts.flops
         if result.trace is not None:

@@ -404,7 +404,8 @@ def driver_source(params: list[str], generator: bool, nslots: int, regions: bool
         lines += [f"    _g_sum{j} = 0" for j in sums]
         lines += [f"    {P}begin_launch({CTX})",
                   f"    for _g_run in range({CTX}[{L.NBLOCKS}]):",
-                  f"        {P}begin_block({CTX}, _g_run)",
+                  f"        if not {P}begin_block({CTX}, _g_run):",
+                  "            break",
                   "        for _g_k in range(_g_tpb):",
                   (f"            {P}begin_thread({CTX}, {P}thread_at({CTX}, _g_k), {fences}, "
                    f"{frames})"),
@@ -417,7 +418,8 @@ def driver_source(params: list[str], generator: bool, nslots: int, regions: bool
     if regions:
         lines += [f"    {P}begin_launch({CTX})",
                   f"    for _g_run in range({CTX}[{L.NBLOCKS}]):",
-                  f"        {P}begin_block({CTX}, _g_run)",
+                  f"        if not {P}begin_block({CTX}, _g_run):",
+                  "            break",
                   f"        {P}begin_generators({CTX})",
                   f"        {call}",
                   f"    {P}end_launch({CTX})",

@@ -70,6 +70,7 @@ class LaunchResult:
     trace_complete: bool = True  # False: a sampled trace filled up before its blocks ended
     signature: tuple = ()  # Numba's types of the arguments, as the kernel was compiled for them
     host_threads: int = 1  # host threads that ran its blocks (gpukit.sim.parallel)
+    host_blocks: tuple[int, ...] = ()  # how many blocks each of them ran
 
 
 @dataclass(slots=True)
@@ -439,7 +440,10 @@ def _run(kernel: SimKernel, memory: DeviceMemory, workspace: Workspace, values: 
         every = int(c[L.TRACE_EVERY]) or 1
         return LaunchResult(stats, wall_ms, trace, output, traced_blocks=-(-nblocks // every),
                             trace_complete=not c[L.TRACE_FULL], signature=sig)
-    return LaunchResult(stats, wall_ms, trace, output, signature=sig, host_threads=workers)
+    host_blocks = tuple(int(context[L.CLAIMED]) for context in contexts) if workers > 1 \
+        else (nblocks,)
+    return LaunchResult(stats, wall_ms, trace, output, signature=sig, host_threads=workers,
+                        host_blocks=host_blocks)
 
 
 def _scratch(kernel: SimKernel, workspace: Workspace, c: np.ndarray, tpb: int,
@@ -460,20 +464,20 @@ def _scratch(kernel: SimKernel, workspace: Workspace, c: np.ndarray, tpb: int,
 
 def _shares(kernel: SimKernel, workspace: Workspace, c: np.ndarray, workers: int, dynamic: int,
             tpb: int, nblocks: int, nslots: int, keep: list) -> list[np.ndarray]:
-    """A context per host thread (gpukit.sim.parallel): `c` with a contiguous share of the
-    blocks as its run order, and, past the first, shared, local and scratch memory of its own
-    (from a helper workspace)."""
-    blocks = np.arange(nblocks, dtype=np.int64)
-    keep.append(blocks)
+    """A context per host thread (gpukit.sim.parallel): `c`, taking its blocks a chunk at a
+    time from claim words all the contexts share, and, past the first, with shared, local and
+    scratch memory of its own (from a helper workspace)."""
+    words = np.zeros(2, np.int64)  # the next block no thread has taken; 1 once one has failed
+    keep.append(words)
+    c[L.CLAIM], c[L.CLAIM_CHUNK] = words.ctypes.data, parallel.chunk(nblocks, workers)
     contexts = []
-    for k, (first, end) in enumerate(parallel.shares(nblocks, workers)):
+    for k in range(workers):
         share = c.copy()
         if k > 0:
             ws, infos = workspace.helper(k - 1), [None] * nslots
             _shared(kernel, ws, share, dynamic, infos)
             _local(kernel, ws, share, tpb, infos)
             _scratch(kernel, ws, share, tpb, nblocks)
-        share[L.ORDER], share[L.NBLOCKS] = blocks.ctypes.data + 8 * first, end - first
         contexts.append(share)
     return contexts
 

@@ -88,7 +88,14 @@ NSITES = 61  # source sites of the kernel (the per-site counters' and trace coun
 DYN_SHARED = 62  # bytes of dynamic shared memory per block
 LOCAL_STRIDE = 63  # bytes between two threads' local frames (0: threads reuse one frame)
 
-HEADER = 98  # the slot table starts here
+# -- a launch split over host threads (gpukit.sim.parallel) ---------------------------------
+CLAIM = 98  # address of the launch's claim words (next unclaimed block, stop), 0: not split
+CLAIM_CHUNK = 99  # blocks a host thread takes at a time
+CLAIM_NEXT = 100  # the next block of this host thread's chunk
+CLAIM_END = 101  # one past the last block of its chunk
+CLAIMED = 102  # blocks this host thread has run
+
+HEADER = 103  # the slot table starts here
 BARRIERS = 64  # block-wide barriers passed, summed over blocks (a launch statistic)
 ORDER = 65  # address of the block run order (int64 linear block ids), 0: in index order
 GEN_RESUMES = 66  # generator resumes (a simulator statistic)

@@ -197,6 +197,24 @@ def signal(typingctx, addr, value):
 
 
 @intrinsic
+def fetch_add(typingctx, addr, value):
+    """An atomic int64 add at `addr`, a word several host threads update: the value before."""
+    def codegen(context, builder, signature, args):
+        return builder.atomic_rmw("add", _int_ptr(builder, args[0], 64), args[1], "seq_cst")
+    return types.int64(types.intp, types.int64), codegen
+
+
+@intrinsic
+def compare_exchange(typingctx, addr, expected, new):
+    """Atomically: if the int64 at `addr` is `expected`, make it `new`; whether it was."""
+    def codegen(context, builder, signature, args):
+        pair = builder.cmpxchg(_int_ptr(builder, args[0], 64), args[1], args[2], "seq_cst",
+                               "seq_cst")
+        return builder.extract_value(pair, 1)
+    return types.boolean(types.intp, types.int64, types.int64), codegen
+
+
+@intrinsic
 def addr_of(typingctx, arr):
     """The address of an array's first element (or a pointer's value)."""
     if isinstance(arr, types.CPointer):

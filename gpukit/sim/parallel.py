@@ -3,11 +3,14 @@
 Blocks of a launch never wait for one another (a kernel that calls grid.sync() is run as one),
 so where nothing a block writes can be seen by another block, they may run side by side. The
 launch (`gpukit.sim.launch`) decides where that holds and gives each host thread a context of
-its own: its share of the blocks (a contiguous run of block indices, as `ORDER`), its own shared
-and local memory, and its own counters. The compiled driver releases the GIL, so the threads run
-on as many cores. What the contexts counted is summed into the launch's context afterwards; an
-error is the one the first failing share (in block order) stopped at, as a launch run one block
-after another would report it, and the shares after a failing one are stopped early.
+its own: its own shared and local memory and its own counters. The threads take the blocks a
+chunk at a time, in block order, from a counter they share (`sync.begin_block`): a thread that
+starts sooner or runs faster (its core is not busy with other work) takes more chunks, so the
+launch does not wait for its slowest thread's fixed share. What the contexts counted is summed
+into the launch's context afterwards. An error is the one a launch run one block after another
+would report: the one in the first block in block order that failed (`_failing_block`), and as
+chunks are taken in block order, once a thread fails the others finish the chunks they hold
+and take no more (every block before the failing one has been taken by then).
 
 The helper threads are a crew kept for the process (`_Crew`). Handing a share to a thread that
 sleeps costs a wake-up, and on a virtual machine a wake-up can take 50-150 us, several times
@@ -17,10 +20,11 @@ launch is worth. So a helper, after its share, watches for the next launch for a
 share, watches the helpers' done flags (`WAIT_SPIN_S`) before it sleeps. Watching is a compiled
 loop of volatile loads that holds no GIL, and the flags are written from compiled code too (the
 launch's number by its driver as it starts, `sync.begin_launch`; a helper's by its next watch),
-so that no hand-off waits for the GIL while the other thread holds it. A launch that finds the crew busy (another host thread
-is splitting a launch of its own) runs its shares one after another on its own thread.
+so that no hand-off waits for the GIL while the other thread holds it. A helper that is slow to
+wake finds fewer blocks left. A launch that finds the crew busy (another host thread is
+splitting a launch of its own) runs its contexts one after another on its own thread (the
+first takes every block).
 """
-
 from __future__ import annotations
 
 import os
@@ -32,7 +36,7 @@ import numpy as np
 
 from . import layout as L
 from .engine_cache import njit
-from .lowlevel import poll, relax, signal
+from .lowlevel import compare_exchange, poll, relax, signal
 
 # GPU threads; smaller launches run on one host thread: there, handing out the shares costs
 # more than it saves (a vector add on 2 cores, 2026-12-07, medians of 200 launches: 2^15 floats
@@ -41,6 +45,7 @@ MIN_THREADS = 1 << 16
 MAX_THREADS = 16
 IDLE_SPIN_S = 0.0003  # how long a helper watches for the next launch before it sleeps
 WAIT_SPIN_S = 0.002  # how long the launching thread watches the helpers before it sleeps
+CHUNKS_PER_THREAD = 16
 
 
 def usable_cores() -> int:
@@ -50,10 +55,31 @@ def usable_cores() -> int:
     return os.cpu_count() or 1
 
 
-def shares(nblocks: int, threads: int) -> list[tuple[int, int]]:
-    """`nblocks` block indices in `threads` contiguous runs of nearly equal length, as
-    (first, end) pairs."""
-    return [(nblocks * k // threads, nblocks * (k + 1) // threads) for k in range(threads)]
+def chunk(nblocks: int, threads: int) -> int:
+    """Blocks a host thread takes at a time: about CHUNKS_PER_THREAD chunks per thread, so that
+    the threads finish within a chunk of one another, with a claim (an atomic add on a shared
+    word, about 0.1 us) per chunk."""
+    return max(1, nblocks // (threads * CHUNKS_PER_THREAD))
+
+
+@njit(nogil=True)
+def _stop_claims(words: int) -> None:
+    signal(words + 8, 1)
+
+
+@njit(nogil=True)
+def _take_gate(addr: int, launch: int, taken: int) -> bool:
+    return compare_exchange(addr, launch, taken)
+
+
+def _failing_block(context: np.ndarray) -> int:
+    """The block a failed context's error belongs to: the failing thread's (a deferred error's
+    thread is kept with it), or, where the watchdog stopped the context as a block started (site
+    -1) or Numba raised without a gpukit error, the block it was running."""
+    if context[L.ERR_CODE] != 0 and not (context[L.ERR_CODE] == L.E_WATCHDOG
+                                         and context[L.ERR_SITE] == -1):
+        return int(context[L.ERR_GT]) // int(context[L.TPB])
+    return int(context[L.BLIN])
 
 
 @njit(nogil=True)
@@ -100,11 +126,19 @@ class _Crew:
     `flags[0]` is the number of the latest launch started, `flags[k]` the number of the latest
     launch helper k has finished: the launching thread writes the first (from its driver, or
     here), helper k only its own (from compiled code). `sleepers` counts the helpers that
-    stopped watching and wait to be woken (under `wake`)."""
+    stopped watching and wait to be woken (under `wake`).
+
+    `gates[k]` says whether helper k takes part in the launch: the launching thread opens it
+    (the launch's number) as the launch starts, and whichever of the two takes it first (an
+    atomic compare-and-exchange) decides: the helper as it starts its part (it takes part), or
+    the launching thread once its own part is over (the helper does not: it has not started,
+    and as the blocks are all taken by then, it would find none). So a helper that wakes late,
+    or whose core is busy, is not waited for."""
 
     def __init__(self) -> None:
         self.flags = np.zeros(MAX_THREADS, np.int64)
         self.address = self.flags.ctypes.data
+        self.gates = np.zeros(MAX_THREADS, np.int64)
         self.wake = threading.Condition()
         self.busy = threading.Lock()  # held by the launch the crew is running
         self.launch = 0
@@ -133,7 +167,7 @@ class _Crew:
         """Run helper `k`'s share of the current launch, if it has one; the launch's number.
         (Nothing of the launch outlives the call: a freed array's memory is given back.)"""
         launch, one, count = self.job
-        if k < count:
+        if k < count and _take_gate(self.gates.ctypes.data + 8 * k, launch, -launch):
             one(k)
         return launch
 
@@ -153,6 +187,7 @@ class _Crew:
             self.size += 1
         self.job = (self.launch + 1, one, count)
         self.launch += 1
+        self.gates[1:count] = self.launch
         if self.sleepers:
             self.publish(self.launch)
         else:
@@ -161,15 +196,23 @@ class _Crew:
             one(0)
             if self.flags[0] != self.launch or self.sleepers:  # the driver failed to start,
                 self.publish(self.launch)  # or a helper went to sleep as it started
-            self.wait(count, WAIT_SPIN_S)
+            self.finish(count, WAIT_SPIN_S)
         except BaseException:  # a KeyboardInterrupt while waiting: stop every share first
             for context in contexts:
                 context[L.STOP] = 1
             self.publish(self.launch)
-            self.wait(count, 0.0)
+            self.finish(count, 0.0)
             raise
         finally:
             self.job = (self.launch, None, 0)  # nothing of the launch is kept
+
+    def finish(self, count: int, spin_s: float) -> None:
+        """After the launching thread's part: the helpers that have not started the launch
+        will not (their gates), and those that have are waited for."""
+        for k in range(1, count):
+            if _take_gate(self.gates.ctypes.data + 8 * k, self.launch, 0):
+                self.flags[k] = self.launch  # as if it had finished: nothing to wait for
+        self.wait(count, spin_s)
 
     def wait(self, count: int, spin_s: float) -> None:
         """Until helpers 1 .. count - 1 have finished the latest launch: watch them for
@@ -206,8 +249,8 @@ if hasattr(os, "register_at_fork"):
 
 def run(driver: Any, contexts: list[np.ndarray], values: list, c: np.ndarray) -> None:
     """Run `driver` on every context at once (the first on this thread), then sum what they
-    counted into `c`. If any run raised, `c` becomes the context of the first that did and
-    its exception is raised again."""
+    counted into `c`. If any run raised, `c` becomes the context of the one whose error is in
+    the first block, and its exception is raised again."""
     errors: list[BaseException | None] = [None] * len(contexts)
 
     def one(k: int) -> None:
@@ -215,8 +258,7 @@ def run(driver: Any, contexts: list[np.ndarray], values: list, c: np.ndarray) ->
             driver(contexts[k], *values)
         except BaseException as exc:  # noqa: BLE001 (reported below, in block order)
             errors[k] = exc
-            for later in contexts[k + 1:]:  # their errors would come after this one
-                later[L.STOP] = 1
+            _stop_claims(int(contexts[k][L.CLAIM]))
 
     crew = _the_crew()
     if crew.busy.acquire(blocking=False):
@@ -228,12 +270,15 @@ def run(driver: Any, contexts: list[np.ndarray], values: list, c: np.ndarray) ->
         for k in range(len(contexts)):
             one(k)
     stamp = max(int(context[L.STAMP]) for context in contexts)
-    for k, exc in enumerate(errors):
-        if exc is not None:
-            c[:] = contexts[k]
-            c[L.STAMP] = stamp
-            raise exc
+    failed = [k for k, exc in enumerate(errors) if exc is not None]
+    if failed:
+        k = min(failed, key=lambda k: _failing_block(contexts[k]))
+        c[:] = contexts[k]
+        c[L.STAMP] = stamp
+        raise errors[k]
     _merge(c, contexts, stamp)
+
+
 def _merge(c: np.ndarray, contexts: list[np.ndarray], stamp: int) -> None:
     """The launch's counters in `c`: barriers and per-site executions summed, the stamp the
     latest any share reached (what the next launch counts on from)."""

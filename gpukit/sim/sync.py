@@ -30,6 +30,7 @@ from . import layout as L
 from .access import fail, settle
 from .lowlevel import (
     bits_of,
+    fetch_add,
     from_bits,
     load_i64,
     overload,
@@ -51,10 +52,39 @@ def begin_launch(c):
 
 @register_jitable
 def begin_block(c, run):
-    """Set up the `run`-th block to execute (its coordinates, stamps, and counters)."""
+    """Set up the `run`-th block to execute (its coordinates, stamps, and counters); False
+    when there is none left to run. In a launch split over host threads, the block is the
+    next one this thread claims, not the `run`-th (`_claim`)."""
+    if c[L.CLAIM] != 0:
+        run = _claim(c)
+        if run < 0:
+            return False
     _enter_block(c, run)
     c[L.SHARED_EPOCH] = c[L.BLOCK_STAMP]
     c[L.PHASE] = 0
+    return True
+
+
+@register_jitable
+def _claim(c):
+    """The next block for this host thread of a split launch: the next of its chunk, else the
+    first of a new chunk taken from the launch's counter (claim word 0) by an atomic add, so
+    that a thread that runs faster, or starts sooner, takes more chunks. -1 when every block
+    is taken, or when another thread has failed (claim word 1): the blocks left all come after
+    the failing one, as chunks are taken in block order, so none of their errors would be the
+    first."""
+    run = c[L.CLAIM_NEXT]
+    if run >= c[L.CLAIM_END]:
+        words = c[L.CLAIM]
+        if poll(words + 8) != 0:
+            return -1
+        run = fetch_add(words, c[L.CLAIM_CHUNK])
+        if run >= c[L.NBLOCKS]:
+            return -1
+        c[L.CLAIM_END] = min(run + c[L.CLAIM_CHUNK], c[L.NBLOCKS])
+    c[L.CLAIM_NEXT] = run + 1
+    c[L.CLAIMED] += 1
+    return run
 
 
 @register_jitable
