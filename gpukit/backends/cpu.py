@@ -96,7 +96,8 @@ class CPUBackend(Backend):
     num_threads: host threads that run a large launch's blocks side by side (None, the default:
     one per core this process may use; 1: one after another). A launch is split only where
     that cannot change what it computes or reports (see gpukit.sim.parallel);
-    `launches[-1].extra["host_threads"]` says how many ran it.
+    `launches[-1].extra["host_threads"]` says how many ran it, `extra["host_blocks"]` how many
+    blocks each ran.
     use_numba: accepted for the seed interface; the simulator always compiles with Numba.
     """
 
