@@ -401,6 +401,27 @@ def test_helpers_asleep_are_woken_for_the_next_launch(crew):
     assert crew.launch == 3
 
 
+def test_helpers_that_have_not_started_when_the_blocks_run_out_are_not_waited_for(
+        crew, monkeypatch):
+    """Helpers held back (as by a busy core) until the launch has returned: the launching
+    thread ran every block and did not wait for them; they skip that launch when they get to
+    it and take part in the next."""
+    held, share, waited_out = threading.Event(), parallel._Crew._share, []
+
+    def late(self, k):
+        if not held.wait(5):  # (the launch waited for this helper)
+            waited_out.append(k)
+        return share(self, k)
+    monkeypatch.setattr(parallel._Crew, "_share", late)
+    backend = CPUBackend(num_threads=3)
+    assert _vector_add_on(backend) == 3
+    assert backend.launches[-1].extra["host_blocks"] == (12, 0, 0)
+    held.set()
+    assert _vector_add_on(backend) == 3
+    assert sum(backend.launches[-1].extra["host_blocks"]) == 12
+    assert crew.launch == 2 and waited_out == []
+
+
 def test_a_launch_that_finds_the_crew_busy_runs_its_shares_in_turn(crew, splits):
     """(another host thread splitting a launch holds the crew)"""
     backend = CPUBackend(num_threads=3)

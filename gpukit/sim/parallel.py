@@ -25,6 +25,7 @@ wake finds fewer blocks left. A launch that finds the crew busy (another host th
 splitting a launch of its own) runs its contexts one after another on its own thread (the
 first takes every block).
 """
+
 from __future__ import annotations
 
 import os
@@ -185,9 +186,9 @@ class _Crew:
             threading.Thread(target=self._serve, args=(self.size, self.launch), daemon=True,
                              name=f"gpukit-blocks-{self.size}").start()
             self.size += 1
+        self.gates[1:count] = self.launch + 1  # open before a helper can see the job
         self.job = (self.launch + 1, one, count)
         self.launch += 1
-        self.gates[1:count] = self.launch
         if self.sleepers:
             self.publish(self.launch)
         else:
