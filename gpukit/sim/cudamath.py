@@ -81,6 +81,9 @@ def templates() -> dict[str, Any]:
 def cuda_case(name: str, args: tuple) -> Any:
     """The signature numba-cuda's typing gives `math.<name>` for argument types `args`."""
     from numba.core.registry import cpu_target
+    from numba.cuda.types.ext_types import Bfloat16
+    if any(isinstance(a, Bfloat16) for a in args):
+        return None  # numba-cuda's cuda.bf16 overloads (gpukit.sim.bfloat16)
     func, template = templates()[name]
     cases = list(template.cases)
     try:

@@ -71,7 +71,9 @@ class _HalfModel(models.PrimitiveModel):
         super().__init__(dmm, fe_type, ir.HalfType())
 
 
-def _double_to_half(builder: ir.IRBuilder, value: ir.Value) -> ir.Value:
+def round_to_odd_single(builder: ir.IRBuilder, value: ir.Value) -> ir.Value:
+    """A float64 rounded to float32 with round-to-odd: a second rounding of it, to any format
+    at least two bits narrower, is the correct single rounding of `value`."""
     f32, i32 = ir.FloatType(), ir.IntType(32)
     single = builder.fptrunc(value, f32)  # round to nearest even
     bits = builder.bitcast(single, i32)
@@ -84,7 +86,11 @@ def _double_to_half(builder: ir.IRBuilder, value: ir.Value) -> ir.Value:
     shrink = builder.fcmp_ordered(">", builder.call(fabs, [back]), builder.call(fabs, [value]))
     stepped = builder.select(shrink, builder.sub(bits, i32(1)), builder.add(bits, i32(1)))
     odd = builder.select(builder.and_(inexact, even), stepped, bits)
-    return builder.fptrunc(builder.bitcast(odd, f32), ir.HalfType())
+    return builder.bitcast(odd, f32)
+
+
+def _double_to_half(builder: ir.IRBuilder, value: ir.Value) -> ir.Value:
+    return builder.fptrunc(round_to_odd_single(builder, value), ir.HalfType())
 
 
 _ENGINES: list = []  # the compiled conversion's engine, kept alive

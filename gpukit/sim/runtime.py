@@ -213,7 +213,8 @@ def _ol_print_value(c, site, arg, value):
     if isinstance(value, types.Integer):
         code = P_UINT if not value.signed else P_INT
         return lambda c, site, arg, value: _emit(c, site, arg, code, np.int64(value))
-    if isinstance(value, types.Float):
+    from numba.cuda.types.ext_types import Bfloat16
+    if isinstance(value, (types.Float, Bfloat16)):  # (numba-cuda prints a bfloat16 as a float)
         return lambda c, site, arg, value: _emit(c, site, arg, P_FLOAT,
                                                  bits_of(np.float64(value)))
     if isinstance(value, types.BaseTuple):

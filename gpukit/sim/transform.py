@@ -32,7 +32,7 @@ import numba
 import numpy as np
 
 from ..errors import GpukitWarning, UnsupportedKernelError, typing_error_as
-from . import access, eager, extensions, names, vectors
+from . import access, bfloat16, eager, extensions, names, vectors
 from . import layout as L
 from . import nodes as N
 from .device_array import array_layout
@@ -1200,7 +1200,11 @@ class _ExprRewriter(ast.NodeTransformer):
                           self.rw.constant(template, "captured"), N.const(layout))
         obj = names.numba_equivalent(obj) or extensions.cpu_intrinsic(obj) or obj
         module = getattr(obj, "__module__", None) or ""
-        if callable(obj) and module.startswith("numba.cuda") and \
+        simulated = bfloat16.supported(obj)
+        if simulated is False:
+            raise self.rw._unsupported(node, f"bfloat16 pairs and raw bfloat16 storage "
+                                             f"(numba-cuda's {static.path})")
+        if callable(obj) and module.startswith("numba.cuda") and not simulated and \
                 not module.startswith("numba.cuda.tests") and \
                 not (isinstance(obj, type) and issubclass(obj, enum.Enum)):
             what = "cooperative groups (grid-wide sync)" if ".cg" in obj.__module__ else \
