@@ -50,10 +50,10 @@ from numba.core.typing.templates import AbstractTemplate, infer_global
 from numba.extending import intrinsic
 
 from .half import round_to_odd_single
-from .lowlevel import overload, register_jitable
+from .libdevice import RD, RN, RU, RZ, integral
+from .lowlevel import bits_of, from_bits, overload, register_jitable
 from .overloads import in_simulator
 
-RN, RZ, RD, RU = 0, 1, 2, 3
 # The casts and functions are lowered from a registry of this module's, installed in Numba's CPU
 # target only: numba-cuda's target takes the third-party implementations of Numba's own
 # registry, and its bfloat16 is CUDA C's
@@ -86,18 +86,14 @@ def _from_bits(typingctx, x):
     return _bf16_type()(x), lambda context, builder, sig, args: args[0]
 
 
-@intrinsic
-def _single_bits(typingctx, x):
-    def codegen(context, builder, sig, args):
-        return builder.bitcast(args[0], ir.IntType(32))
-    return types.uint32(types.float32), codegen
+@register_jitable
+def _single_bits(x):
+    return np.uint32(bits_of(np.float32(x)) & 0xFFFFFFFF)
 
 
-@intrinsic
-def _single(typingctx, x):
-    def codegen(context, builder, sig, args):
-        return builder.bitcast(args[0], ir.FloatType())
-    return types.float32(types.uint32), codegen
+@register_jitable
+def _single(bits):
+    return from_bits(np.int64(bits), np.float32(0.0))
 
 
 @intrinsic
@@ -167,15 +163,7 @@ def from_int(x, mode):
 def _rounded(a, mode):
     """A bfloat16 rounded to an integral float64 in `mode` (NaN: 0)."""
     v = np.float64(to_f32(a))
-    if np.isnan(v):
-        return np.float64(0.0)
-    if mode == RN:
-        return np.rint(v)
-    if mode == RZ:
-        return np.trunc(v)
-    if mode == RD:
-        return np.floor(v)
-    return np.ceil(v)
+    return np.float64(0.0) if np.isnan(v) else integral(v, mode)
 
 
 def _to_int(dtype: type, mode: int):
@@ -242,16 +230,9 @@ def _fma(a, b, c):
     if np.isfinite(s):
         v = s - p
         err = (p - (s - v)) + (q - v)
-        if err != 0 and (np.int64(_double_bits(s)) & 1) == 0:
+        if err != 0 and (bits_of(s) & 1) == 0:
             s = np.nextafter(s, np.inf if err > 0 else -np.inf)
     return s
-
-
-@intrinsic
-def _double_bits(typingctx, x):
-    def codegen(context, builder, sig, args):
-        return builder.bitcast(args[0], ir.IntType(64))
-    return types.uint64(types.float64), codegen
 
 
 @register_jitable

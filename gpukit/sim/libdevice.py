@@ -289,7 +289,7 @@ def _from_ull(x, mode, single):
 
 
 @register_jitable
-def _integral(x, mode):
+def integral(x, mode):
     """x rounded to an integral value in `mode` (its own float type)."""
     if mode == RN:
         return np.rint(x)
@@ -652,7 +652,7 @@ def _ternary(fn, mode, single):
 
 
 def _to_int(mode, kind, bits):
-    return lambda x: bits(kind(_integral(x, mode)))
+    return lambda x: bits(kind(integral(x, mode)))
 
 
 def _integer_family() -> dict[str, Any]:
