@@ -25,7 +25,8 @@ class LaunchRecord:
     `checks` and `schedule` are the simulator's, None or empty on a GPU. `timings` maps a timing
     kind ("wall", "cuda-events", ...) to milliseconds. `extra` holds what callers declared
     (`flops`, `op`), what was computed on demand (`occupancy`, `trace`) and, on the simulator,
-    `host_threads`: the CPU threads that ran the launch's blocks. `modeled` is the
+    `host_threads`: the CPU threads that ran the launch's blocks, and `host_blocks`: how many
+    blocks each of them ran. `modeled` is the
     simulator's modeled GPU time (a `gpukit.timing.KernelModel`: `.ms`, `.bound`, `.breakdown`),
     None on a GPU: computed at launch with the occupancy calculator's default registers;
     `gpukit.timing.model_launch(profile, record)` redoes it (with ptxas occupancy once
