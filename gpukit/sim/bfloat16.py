@@ -17,7 +17,7 @@ simulator's code, has none of it. This module gives it, for the simulator only:
   so `hadd(a, 1.5)` converts 1.5 to bfloat16 and `a + 1.5` is float64, as on a GPU. They answer
   only while the simulator compiles a kernel, and for the operators only where an operand is a
   bfloat16.
-- **functions** (`_FUNCTIONS`, by their CUDA names): +, -, * and / (and `__hadd` ... `__hdiv`,
+- **functions** (`functions()`, by their CUDA names): +, -, * and / (and `__hadd` ... `__hdiv`,
   their `_rn` forms) are computed in float32, where the result rounds to bfloat16 exactly as a
   single rounding would (float32 has more than twice bfloat16's precision plus two bits);
   `__hfma` computes the product exactly in float64 and the sum with round-to-odd; `_sat`
