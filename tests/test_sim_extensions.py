@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import operator
 
+import llvmlite.ir
 import numba
 import numpy as np
 import pytest
@@ -352,3 +353,113 @@ def test_the_simulators_own_functions_compile_without_entry_points_for_python_or
         for options in options_of(func):
             assert options["no_cpython_wrapper"] and options["no_cfunc_wrapper"], func
     assert all(o.get("forceinline") for o in options_of(access.ld))
+
+
+def spans_in_local_and_shared_memory(x, out):
+    i = cuda.grid(1)
+    t = cuda.threadIdx.x
+    mine = cuda.local.array(3, dtype=span_type)
+    for k in range(3):
+        mine[k] = Span(x[i] + k, x[i] + 2.0 * k)
+    block = cuda.shared.array(32, dtype=span_type)
+    block[t] = mine[2]
+    cuda.syncthreads()
+    neighbour = block[(t + 1) % 32]
+    out[i, 0], out[i, 1] = mine[1].hi, neighbour.lo
+
+
+def test_arrays_of_a_programs_type_in_local_and_shared_memory():
+    """numba-cuda lays out an array of an extension type by its data model: so does the
+    simulator, and the element's accesses are checked like any other."""
+    x = np.arange(64.0)
+    out = np.zeros((64, 2))
+    cuda.jit(spans_in_local_and_shared_memory)[2, 32](x, out)
+    np.testing.assert_array_equal(out[:, 0], x + 2.0)
+    neighbour = (np.arange(64) // 32) * 32 + (np.arange(64) + 1) % 32
+    np.testing.assert_array_equal(out[:, 1], x[neighbour] + 2.0)
+
+
+def test_arrays_of_a_programs_type_are_checked():
+    from gpukit.errors import OutOfBoundsError, RaceConditionError, UninitializedMemoryError
+
+    @cuda.jit
+    def unwritten(out):
+        spans = cuda.local.array(4, dtype=span_type)
+        spans[0] = Span(1.0, 2.0)
+        out[0] = spans[1].lo
+
+    @cuda.jit
+    def one_past(out):
+        spans = cuda.local.array(4, dtype=span_type)
+        for k in range(5):
+            spans[k] = Span(1.0, 2.0)
+        out[0] = spans[0].lo
+
+    @cuda.jit
+    def all_at_once(out):
+        spans = cuda.shared.array(4, dtype=span_type)
+        spans[0] = Span(1.0 * cuda.threadIdx.x, 2.0)
+        cuda.syncthreads()
+        out[cuda.threadIdx.x] = spans[0].lo
+
+    out = np.zeros(4)
+    with pytest.raises(UninitializedMemoryError, match=r"'spans\[1\]' reads spans\[1\], which "
+                       r"was never written.*\[kernel 'unwritten', thread \(0, 0, 0\)"):
+        unwritten[1, 1](out)
+    with pytest.raises(OutOfBoundsError, match=r"indexes local array spans \(shape \(4,\)\) at "
+                       r"4, outside 0\.\.3.*\[kernel 'one_past', thread \(0, 0, 0\)"):
+        one_past[1, 1](out)
+    with pytest.raises(RaceConditionError, match=r"data race on spans\[0\]: thread \(1, 0, 0\) "
+                       r"of block \(0, 0, 0\) writes it at line \d+ \('spans\[0\]'\), and thread "
+                       r"\(0, 0, 0\)"):
+        all_at_once[1, 4](out)
+
+
+class Opaque(types.Type):  # a type with no data model
+    def __init__(self):
+        super().__init__(name="Opaque")
+
+
+opaque = Opaque()
+
+
+def test_an_array_of_a_type_with_no_data_model_is_refused():
+    from gpukit.errors import UnsupportedKernelError
+
+    @cuda.jit
+    def declares(out):
+        nothing = cuda.local.array(4, dtype=opaque)
+        out[0] = len(nothing)
+
+    with pytest.raises(UnsupportedKernelError, match=(
+            r"an array of Opaque, a type with neither a numpy dtype nor a data model "
+            r"\(numba-cuda refuses it too\).*\[kernel 'declares', ")):
+        declares[1, 1](np.zeros(1, np.int64))
+
+
+class Wide(types.Type):  # a 128-bit integer: aligned to 16 bytes on x86-64
+    def __init__(self):
+        super().__init__(name="Wide")
+
+
+wide = Wide()
+
+
+@register_model(Wide)
+class WideModel(core_models.PrimitiveModel):
+    def __init__(self, dmm, fe_type):
+        core_models.PrimitiveModel.__init__(self, dmm, fe_type, llvmlite.ir.IntType(128))
+
+
+def test_an_array_of_a_type_aligned_past_8_bytes_is_refused():
+    from gpukit.errors import UnsupportedKernelError
+
+    @cuda.jit
+    def declares(out):
+        values = cuda.local.array(4, dtype=wide)
+        out[0] = len(values)
+
+    with pytest.raises(UnsupportedKernelError, match=(
+            r"an array of Wide, whose data model aligns it to 16 bytes is not supported in "
+            r"kernels by gpukit's simulator \[kernel 'declares', ")):
+        declares[1, 1](np.zeros(1, np.int64))

@@ -121,3 +121,24 @@ def cpu_intrinsic(obj: Any) -> Any:
         found = _INTRINSICS[obj] = intrinsic(prefer_literal=obj._prefer_literal,
                                              **options)(obj._defn)
     return found
+
+
+def layout(ty: Any) -> Any:
+    """How an element of `ty`, a type with no numpy dtype, lies in an array: raw bytes (a numpy
+    void dtype) of its data model's size on Numba's CPU target, which for the program's types
+    is the model numba-cuda lays them out by (`mirror_cuda_extensions`); None for a type with
+    no data model. ValueError for one aligned past 8 bytes (every array the simulator declares
+    starts on 8; numba-cuda's data models of structs of numbers need no more)."""
+    import numpy as np
+    from numba.core.registry import cpu_target
+
+    mirror_cuda_extensions()
+    context = cpu_target.target_context
+    try:
+        data = context.get_data_type(ty)
+    except (KeyError, NotImplementedError):  # no data model registered for it
+        return None
+    align = context.get_abi_alignment(data)
+    if align > 8:
+        raise ValueError(f"an array of {ty}, whose data model aligns it to {align} bytes")
+    return np.dtype((np.void, context.get_abi_sizeof(data)))

@@ -1437,12 +1437,13 @@ class _ExprRewriter(ast.NodeTransformer):
         shape = self._static_value(shape_node, "shape")
         dtype = self._static_value(dtype_node, "dtype")
         try:
-            _np_dtype(dtype)
-        except (TypeError, numba.core.errors.NumbaNotImplementedError):
+            known = _np_dtype(dtype)
+        except ValueError as exc:  # an extension type aligned past 8 bytes
+            raise self.rw._unsupported(node, str(exc)) from None
+        if known is None:
             raise self.rw._unsupported(node, (
-                f"an array of {dtype}, a type with no numpy dtype (a type made with Numba's "
-                "extension API, which numba-cuda lays out by its data model; the simulator "
-                "keeps arrays of numpy dtypes)")) from None
+                f"an array of {dtype}, a type with neither a numpy dtype nor a data model "
+                "(numba-cuda refuses it too)"))
         if isinstance(shape, (int, np.integer)):
             shape = (int(shape),)
         align_node = args[2] if len(args) > 2 else kw.get("alignment")
@@ -1561,12 +1562,20 @@ def _valid_alignment(value: Any) -> int | None:
     return value
 
 
-def _np_dtype(dtype: Any) -> np.dtype:
-    module = type(dtype).__module__ or ""
-    if module.startswith("numba"):
+def _np_dtype(dtype: Any) -> np.dtype | None:
+    """The numpy dtype of an array declaration's `dtype`; for a type made with Numba's
+    extension API (no numpy dtype), raw bytes laid out as its data model lays them out
+    (`extensions.layout`); None for neither."""
+    if isinstance(dtype, numba.types.Type):
         from numba.np.numpy_support import as_dtype
-        return as_dtype(dtype)
-    return np.dtype(dtype)
+        try:
+            return as_dtype(dtype)
+        except numba.core.errors.NumbaNotImplementedError:
+            return extensions.layout(dtype)
+    try:
+        return np.dtype(dtype)
+    except TypeError:
+        return None
 
 
 def _FLUSH_MARK() -> ast.stmt:
