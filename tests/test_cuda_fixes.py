@@ -333,3 +333,16 @@ def test_inspect_falls_back_to_ptxas_when_the_gpus_numbers_cannot_be_read(monkey
     monkeypatch.setattr(res, "_real_gpu_cc", lambda: (7, 5))  # "the GPU here is a T4"
     found = res.resources(kernel, signature, "T4")
     assert found == expected and found.source == "ptxas"
+
+
+def test_cupy_makes_bfloat16_arrays_from_version_14_on(monkeypatch):
+    """Older CuPy has no bfloat16: there, CUDABackend's arrays of it are Numba's."""
+    import cupy
+    import ml_dtypes
+
+    cupy_holds = _cuda_env.cupy_holds
+    bf16 = np.dtype(ml_dtypes.bfloat16)
+    for version, holds in (("13.6.0", False), ("14.0.0", True), ("15.1.2", True)):
+        monkeypatch.setattr(cupy, "__version__", version)
+        assert cupy_holds(bf16) is holds
+        assert cupy_holds(np.dtype(np.float32)) and cupy_holds(np.dtype(np.uint16))

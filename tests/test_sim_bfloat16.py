@@ -291,3 +291,75 @@ def test_a_bfloat16_prints_as_numba_cuda_prints_it(capfd):
     backend.launch_kernel(backend.compile_kernel(printed), 1, 1)
     backend.synchronize()
     assert capfd.readouterr().out.strip() == "0.937500 -0.937500"
+
+
+# -- arrays of ml_dtypes' bfloat16 -----------------------------------------------------------
+def on_arrays(a, b, c, x, out, stored, widened):
+    i = cuda.threadIdx.x
+    out[i] = a[i] * b[i] + c[i]  # bfloat16 elements: two roundings, as the operators do
+    stored[i] = x[i]  # a float64 stored into a bfloat16 array: rounded to nearest even
+    widened[i] = a[i]  # exact
+
+
+@settings(max_examples=6, deadline=None)
+@given(st.lists(st.tuples(FINITE, FINITE, FINITE,
+                          st.floats(allow_nan=False, allow_infinity=False)),
+                min_size=1, max_size=64))
+def test_arrays_of_ml_dtypes_bfloat16_are_read_and_written_as_on_a_gpu(rows):
+    """numba-cuda types an array of `ml_dtypes.bfloat16` as an array of its bfloat16."""
+    a, b, c = (np.resize(np.array(col, np.uint16), 64).view(ml_dtypes.bfloat16)
+               for col in list(zip(*rows))[:3])
+    x = np.resize(np.array([r[3] for r in rows]), 64)
+    out, stored, widened = run(on_arrays, a, b, c, x, outputs=[
+        (64, ml_dtypes.bfloat16), (64, ml_dtypes.bfloat16), (64, np.float64)])
+    assert out.dtype == stored.dtype == ml_dtypes.bfloat16
+    bits = [v.view(np.uint16) for v in (a, b, c, out, stored)]
+    for i in range(64):
+        p, q, r = (Fraction(as_float(int(v[i]))) for v in bits[:3])
+        product = reference(p * q)
+        two_roundings = product if math.isinf(as_float(product)) else \
+            reference(Fraction(as_float(product)) + r)
+        assert same(int(bits[3][i]), two_roundings)
+        assert same(int(bits[4][i]), reference(Fraction(x[i])))
+        assert widened[i] == as_float(int(bits[0][i]))
+
+
+def declared(x, out):
+    i = cuda.threadIdx.x
+    mine = cuda.local.array(2, dtype=bf16.bfloat16)
+    mine[0] = x[i]
+    mine[1] = mine[0] * mine[0]
+    tile = cuda.shared.array(64, dtype=ml_dtypes.bfloat16)
+    tile[i] = mine[1]
+    cuda.syncthreads()
+    out[i] = tile[63 - i]
+
+
+def test_local_and_shared_arrays_of_bfloat16():
+    """Declared with numba-cuda's bfloat16 or ml_dtypes': two bytes an element either way."""
+    x = np.linspace(-3.0, 3.0, 64)
+    (out,) = run(declared, x, outputs=[(64, ml_dtypes.bfloat16)])
+    for i in range(64):
+        rounded = Fraction(as_float(reference(Fraction(x[63 - i]))))
+        assert same(int(out.view(np.uint16)[i]), reference(rounded * rounded))
+
+
+def test_arrays_of_bfloat16_are_checked():
+    from gpukit.errors import OutOfBoundsError, UninitializedMemoryError
+
+    @cuda.jit
+    def reads(src, out):
+        i = cuda.threadIdx.x
+        out[i] = src[i + 1]
+
+    backend = CPUBackend()
+    src, out = backend.allocate(4, ml_dtypes.bfloat16), backend.allocate(4, ml_dtypes.bfloat16)
+    with pytest.raises(UninitializedMemoryError, match=r"'src\[i \+ 1\]' reads src\[1\], which "
+                       r"was never written.*\[kernel 'reads', thread \(0, 0, 0\)"):
+        backend.launch_kernel(backend.compile_kernel(reads), 1, 4, src, out)
+    backend.copy_to_device(np.arange(4).astype(ml_dtypes.bfloat16), src)
+    with pytest.raises(OutOfBoundsError, match=r"'src\[i \+ 1\]' indexes global array src "
+                       r"\(shape \(4,\)\) at 4, outside 0\.\.3.*\[kernel 'reads', thread \(3, 0, 0\)"):
+        backend.launch_kernel(backend.compile_kernel(reads), 1, 4, src, out)
+    backend.launch_kernel(backend.compile_kernel(reads), 1, 3, src, out)
+    np.testing.assert_array_equal(backend.to_host(out)[:3].astype(np.float32), [1, 2, 3])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ml_dtypes
 import numpy as np
 import pytest
 
@@ -70,13 +71,15 @@ def test_normalize_dtype(dtype, expected):
 def test_supported_dtypes_are_bool_and_numeric():
     names = [dt.name for dt in SUPPORTED_DTYPES]
     assert names == ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
-                     "uint64", "float16", "float32", "float64", "complex64", "complex128"]
+                     "uint64", "float16", "float32", "float64", "complex64", "complex128",
+                     "bfloat16"]  # ml_dtypes' (installed with the test extra)
+    assert normalize_dtype(ml_dtypes.bfloat16) == np.dtype(ml_dtypes.bfloat16)
 
 
 @pytest.mark.parametrize(("dtype", "message"), [
     ("floot32", (r"^unknown dtype 'floot32'; accepted dtypes: bool, int8, int16, int32, int64, "
                 r"uint8, uint16, uint32, uint64, float16, float32, float64, complex64, "
-                r"complex128$")),
+                r"complex128, bfloat16$")),
     (None, r"^dtype must be given, got None; accepted dtypes: bool, "),
     (object, (r"^unsupported dtype <class 'object'> \(object\): device arrays hold bool and "
              r"numeric data only; accepted dtypes: ")),

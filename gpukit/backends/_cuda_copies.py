@@ -29,7 +29,7 @@ def allocate(backend: Any, shape: tuple[int, ...], dtype: np.dtype,
     cuda = backend.require_cuda()
     with backend.device_call():
         try:
-            if env.cupy_usable():
+            if env.cupy_usable() and env.cupy_holds(dtype):
                 import cupy  # lazy: CuPy loads only on a GPU machine that has it
                 raw = cupy.empty(shape, dtype, order=order)
             else:

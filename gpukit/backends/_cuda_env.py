@@ -130,6 +130,15 @@ def cupy_usable() -> bool:
         return False
 
 
+def cupy_holds(dtype: Any) -> bool:
+    """Whether CuPy makes arrays of `dtype`: every dtype device arrays hold, but bfloat16
+    (ml_dtypes') only from CuPy 14 on; older CuPy's arrays of it are Numba's."""
+    if dtype.name != "bfloat16" or dtype.kind != "V":
+        return True
+    import cupy
+    return int(cupy.__version__.split(".")[0]) >= 14
+
+
 class ArrayTable:
     """Device arrays by identity, with a value each, without keeping them alive.
 

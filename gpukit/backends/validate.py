@@ -19,6 +19,13 @@ import numpy as np
 from ..errors import GpukitError, ImplicitTransferWarning, LaunchConfigError, TransferError
 from .base import Capabilities
 
+try:  # numba-cuda's bfloat16 arrays have ml_dtypes' dtype (numba-cuda imports it too)
+    import ml_dtypes
+
+    BFLOAT16: np.dtype | None = np.dtype(ml_dtypes.bfloat16)
+except ImportError:
+    BFLOAT16 = None
+
 # The most bytes one numpy array (so one host view of a device array) can span, and the most
 # dimensions it can have (numpy's limit; kernels use 1 to 3).
 MAX_ARRAY_BYTES = int(np.iinfo(np.intp).max)
@@ -42,6 +49,8 @@ SUPPORTED_DTYPES: tuple[np.dtype, ...] = tuple(np.dtype(name) for name in (
     "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
     "float16", "float32", "float64", "complex64", "complex128",
 ))
+if BFLOAT16 is not None:  # where ml_dtypes is installed, as numba-cuda takes its bfloat16 too
+    SUPPORTED_DTYPES += (BFLOAT16,)
 _SUPPORTED_NAMES = ", ".join(dt.name for dt in SUPPORTED_DTYPES)
 
 

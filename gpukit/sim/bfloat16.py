@@ -28,6 +28,10 @@ simulator's code, has none of it. This module gives it, for the simulator only:
   `hrsqrt` ... are computed in float32 and rounded, where a GPU's approximations may differ in
   the last bit.
 
+Arrays of bfloat16 are numba-cuda's arrays of `ml_dtypes.bfloat16` (arguments; `register` maps
+that dtype for Numba's CPU typing too) and local and shared arrays declared with either type:
+two bytes an element, read and written through the data model.
+
 The pairs (`__nv_bfloat162`, `__hadd2` ...) and the raw storage type are not simulated: a kernel
 that names one is refused, saying so (`supported`).
 """
@@ -58,6 +62,13 @@ from .overloads import in_simulator
 # target only: numba-cuda's target takes the third-party implementations of Numba's own
 # registry, and its bfloat16 is CUDA C's
 _LOWERING = Registry("gpukit.sim.bfloat16")
+
+try:  # the dtype of numba-cuda's bfloat16 arrays, where ml_dtypes is installed
+    import ml_dtypes
+
+    ARRAY_DTYPE: np.dtype | None = np.dtype(ml_dtypes.bfloat16)
+except ImportError:
+    ARRAY_DTYPE = None
 _CANONICAL_NAN = 0x7FFF
 
 
@@ -377,12 +388,24 @@ def _generated() -> Any:
     return sys.modules.get("numba.cuda._internal.cuda_bf16")
 
 
+def names_bfloat16(dtype: Any) -> bool:
+    """Whether an array declaration's `dtype` is bfloat16: numba-cuda's type, or ml_dtypes'
+    (its scalar type or its dtype)."""
+    if _is_bf16(dtype):
+        return True
+    if ARRAY_DTYPE is None or not isinstance(dtype, (type, np.dtype)):
+        return False
+    try:
+        return np.dtype(dtype) == ARRAY_DTYPE
+    except TypeError:
+        return False
+
+
 def supported(obj: Any) -> bool | None:
     """Whether `obj` (a name a kernel uses) is numba-cuda's bfloat16 type or one of its bfloat16
     functions: True where the simulator computes it, False where it does not (the pairs, the
     raw storage type), None where it is not numba-cuda's bfloat16 at all."""
     if obj is _bf16_type():  # (cuda.bfloat16 names it without loading cuda.bf16)
-        import numba.cuda._internal.cuda_bf16  # noqa: F401 - its typing templates
         register()
         return True
     module = _generated()
@@ -439,11 +462,17 @@ def _mirror(key: Any, template: type, operator_key: bool) -> None:
 
 @functools.cache
 def register() -> None:
-    """Teach Numba's CPU target bfloat16 (once, when a kernel first names it)."""
+    """Teach Numba's CPU target bfloat16 (once, when a kernel first names it or is given an
+    array of it): its layout, casts, functions, and the type of an array of `ml_dtypes.bfloat16`
+    (numba-cuda's `numpy_support` maps that dtype to its bfloat16 as well)."""
+    import numba.cuda._internal.cuda_bf16  # noqa: F401 - numba-cuda's typing templates
     from numba.cuda.types.ext_types import Bfloat16
+    from numba.np import numpy_support
 
     module = _generated()
     default_manager.register(Bfloat16, _Model)
+    if ARRAY_DTYPE is not None:
+        numpy_support.FROM_DTYPE[ARRAY_DTYPE] = _bf16_type()
     bf16 = _bf16_type()
     for source in (types.Float, types.Integer, types.Boolean):
         _LOWERING.lower_cast(source, Bfloat16)(_cast(register_jitable(lambda x: convert(x, RN))))

@@ -22,7 +22,7 @@ import numba
 import numpy as np
 
 from ..errors import InvalidDeviceArrayError, UnsupportedKernelError, as_numba_cuda_error
-from . import cache, parallel
+from . import bfloat16, cache, parallel
 from . import layout as L
 from .compiler import collector_paused, cuda_typecheck
 from .device_array import interface_view
@@ -564,11 +564,19 @@ def _signature(kernel: SimKernel, values: list, key: tuple) -> tuple:
     """Numba's types of the launch's values, remembered per kernel by what decides them
     (numba.typeof costs more than the rest of a small launch)."""
     if None in key:
-        return tuple(numba.typeof(v) for v in values)
+        return tuple(_typeof(v) for v in values)
     sig = kernel.signatures.get(key)
     if sig is None:
-        sig = kernel.signatures[key] = tuple(numba.typeof(v) for v in values)
+        sig = kernel.signatures[key] = tuple(_typeof(v) for v in values)
     return sig
+
+
+def _typeof(value: Any) -> Any:
+    """numba.typeof, where an array of bfloat16 (ml_dtypes') is one of numba-cuda's bfloat16."""
+    if bfloat16.ARRAY_DTYPE is not None and getattr(value, "dtype", None) == \
+            bfloat16.ARRAY_DTYPE:
+        bfloat16.register()
+    return numba.typeof(value)
 
 
 def _type_key(value: Any) -> Any:

@@ -1566,6 +1566,9 @@ def _np_dtype(dtype: Any) -> np.dtype | None:
     """The numpy dtype of an array declaration's `dtype`; for a type made with Numba's
     extension API (no numpy dtype), raw bytes laid out as its data model lays them out
     (`extensions.layout`); None for neither."""
+    if bfloat16.names_bfloat16(dtype):  # numba-cuda's or ml_dtypes': 16 bits
+        bfloat16.register()
+        return bfloat16.ARRAY_DTYPE or np.dtype(np.uint16)
     if isinstance(dtype, numba.types.Type):
         from numba.np.numpy_support import as_dtype
         try:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 
+import ml_dtypes
 import numpy as np
 import pytest
 from numba import cuda, float32
@@ -31,7 +32,7 @@ if os.environ.get("NUMBA_ENABLE_CUDASIM") != "1":
                 allow_module_level=True)
 
 DTYPES = ["bool", "int8", "int32", "int64", "uint16", "float16", "float32", "float64",
-          "complex64", "complex128"]
+          "complex64", "complex128", ml_dtypes.bfloat16]  # (ml_dtypes: the test extra)
 
 
 @pytest.fixture
