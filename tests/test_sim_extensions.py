@@ -420,29 +420,9 @@ class Opaque(types.Type):  # a type with no data model
         super().__init__(name="Opaque")
 
 
-opaque = Opaque()
-
-
-def test_an_array_of_a_type_with_no_data_model_is_refused():
-    from gpukit.errors import UnsupportedKernelError
-
-    @cuda.jit
-    def declares(out):
-        nothing = cuda.local.array(4, dtype=opaque)
-        out[0] = len(nothing)
-
-    with pytest.raises(UnsupportedKernelError, match=(
-            r"an array of Opaque, a type with neither a numpy dtype nor a data model "
-            r"\(numba-cuda refuses it too\).*\[kernel 'declares', ")):
-        declares[1, 1](np.zeros(1, np.int64))
-
-
 class Wide(types.Type):  # a 128-bit integer: aligned to 16 bytes on x86-64
     def __init__(self):
         super().__init__(name="Wide")
-
-
-wide = Wide()
 
 
 @register_model(Wide)
@@ -451,15 +431,22 @@ class WideModel(core_models.PrimitiveModel):
         core_models.PrimitiveModel.__init__(self, dmm, fe_type, llvmlite.ir.IntType(128))
 
 
-def test_an_array_of_a_type_aligned_past_8_bytes_is_refused():
+def declares_an_array_of(dtype):
+    def declares(out):
+        values = cuda.local.array(4, dtype=dtype)
+        out[0] = len(values)
+    return cuda.jit(declares)
+
+
+@pytest.mark.parametrize(("dtype", "reason"), [
+    (Opaque(), (r"an array of Opaque, a type with neither a numpy dtype nor a data model "
+                r"\(numba-cuda refuses it too\)")),
+    (Wide(), r"an array of Wide, whose data model aligns it to 16 bytes"),
+])
+def test_an_array_of_a_type_the_simulator_cannot_lay_out_is_refused(dtype, reason):
     from gpukit.errors import UnsupportedKernelError
 
-    @cuda.jit
-    def declares(out):
-        values = cuda.local.array(4, dtype=wide)
-        out[0] = len(values)
-
     with pytest.raises(UnsupportedKernelError, match=(
-            r"an array of Wide, whose data model aligns it to 16 bytes is not supported in "
-            r"kernels by gpukit's simulator \[kernel 'declares', ")):
-        declares[1, 1](np.zeros(1, np.int64))
+            reason + r" is not supported in kernels by gpukit's simulator "
+                     r"\[kernel 'declares', ")):
+        declares_an_array_of(dtype)[1, 1](np.zeros(1, np.int64))
