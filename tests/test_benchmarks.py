@@ -324,12 +324,21 @@ def test_split_benchmark_times_one_thread_against_every_core_and_restores_the_th
     table = split.rows(range(10, 12), rounds=1, launches=2)
     assert parallel.MIN_THREADS == threshold
     assert [row[0] for row in table] == ["2^10", "2^11"]
-    for size, one, many, ratio, threads, blocks in table:
+    for size, one, many, default, ratio, ratio_default, threads, blocks, cores, split_ones in \
+            table:
         assert float(ratio) == pytest.approx(float(one) / float(many), rel=0.02, abs=0.02)
+        assert float(ratio_default) == pytest.approx(float(one) / float(default), rel=0.02,
+                                                     abs=0.02)
         assert int(threads) == min(parallel.usable_cores(), parallel.MAX_THREADS)
         per_thread = [int(n) for n in blocks.split("/")]
         assert len(per_thread) == int(threads)
         assert sum(per_thread) == -(-(1 << int(size[2:])) // 256)  # every block, once
+        if int(threads) > 1:  # CPU time over wall time: at most one core per thread
+            assert 0 < float(cores) <= int(threads) * 1.05
+        else:  # one usable core: nothing splits
+            assert cores == "-"
+        split, made = (int(n) for n in split_ones.split("/"))
+        assert made == 2 and 0 <= split <= made  # the round's launches, less the first
 
 
 def test_split_benchmark_spins_other_processes_only_while_it_measures():

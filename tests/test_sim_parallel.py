@@ -43,7 +43,7 @@ def splits(monkeypatch):
 
     def counted(driver, contexts, values, c):
         seen.append(len(contexts))
-        run(driver, contexts, values, c)
+        return run(driver, contexts, values, c)
     monkeypatch.setattr(parallel, "run", counted)
     return seen
 
@@ -177,7 +177,7 @@ def late_helpers(monkeypatch):
             if context is first:
                 done.set()
             return result
-        run(staggered, contexts, values, c)
+        return run(staggered, contexts, values, c)
     monkeypatch.setattr(parallel, "run", held)
     monkeypatch.setattr(parallel, "_stop_claims", stopped)
 
@@ -269,9 +269,70 @@ def test_prints_shuffles_traces_and_small_launches_run_on_one_thread(monkeypatch
     _, record = launch(CPUBackend(num_threads=4), vector_add, 8, 256, a, a,
                        outputs=[((2048,), np.float32)])
     assert record.extra["host_threads"] == 1  # 2,048 threads: too few to split
+    monkeypatch.setattr(parallel, "BUSY_CORES", 0.0)  # (no split launch finds the cores busy)
     _, record = launch(CPUBackend(), vector_add, 16, 256, np.ones(4096, np.float32),
                        np.ones(4096, np.float32), outputs=[((4096,), np.float32)])
     assert record.extra["host_threads"] == min(parallel.usable_cores(), 16)
+
+
+def _split_by_default(backend, a):
+    out = backend.allocate(a.size, np.float32)
+    backend.launch_kernel(backend.compile_kernel(vector_add), a.size // 256, 256, a, a, out)
+    np.testing.assert_array_equal(backend.to_host(out), 2.0)
+    return backend.launches[-1].extra
+
+
+@pytest.fixture
+def gauge(monkeypatch):
+    """No split launch measured yet (`parallel._Gauge`), and a crew of the test's own whose
+    helpers watch for the next launch for 2 s (awake at each launch of the test)."""
+    monkeypatch.setattr(parallel._Gauge, "cores", math.inf)
+    monkeypatch.setattr(parallel._Gauge, "at", -math.inf)
+    monkeypatch.setattr(parallel, "IDLE_SPIN_S", 2.0)
+    monkeypatch.setattr(parallel, "_crew", parallel._Crew())
+
+
+@pytest.mark.skipif(parallel.usable_cores() < 2, reason="one usable core: nothing splits")
+def test_default_launches_run_on_one_thread_while_split_ones_find_the_cores_busy(
+        gauge, monkeypatch):
+    """A split launch measures the cores' worth of CPU time its threads got; under BUSY_CORES
+    (other work keeps the cores busy), launches that may run on one thread do, until a split
+    launch PROBE_S later looks again. A number of threads asked for is kept."""
+    backend = CPUBackend()
+    a = backend.to_device(np.ones(4096, np.float32))
+    threads = min(parallel.usable_cores(), 16)
+    monkeypatch.setattr(parallel, "BUSY_CORES", 1e9)  # what any launch gets counts as busy
+    monkeypatch.setattr(parallel, "PROBE_S", 1e9)
+    extra = _split_by_default(backend, a)  # nothing measured before: split
+    assert extra["host_threads"] == threads
+    assert 0 < extra["host_cores"] <= threads * 1.05  # CPU time over wall time
+    # that launch started the crew's helpers (as one they slept through would): not counted
+    assert _split_by_default(backend, a)["host_threads"] == threads  # measured, with helpers
+    extra = _split_by_default(backend, a)  # awake: under BUSY_CORES, recently
+    assert (extra["host_threads"], extra["host_blocks"]) == (1, (16,))
+    assert "host_cores" not in extra
+    assert _vector_add_on(CPUBackend(num_threads=3)) == 3  # asked for: split all the same
+    monkeypatch.setattr(parallel, "PROBE_S", 0.0)  # the latest split launch is old news
+    assert _split_by_default(backend, a)["host_threads"] == threads
+    monkeypatch.setattr(parallel, "PROBE_S", 1e9)
+    monkeypatch.setattr(parallel, "BUSY_CORES", 0.0)  # the cores are free again
+    assert _split_by_default(backend, a)["host_threads"] == threads
+
+
+@pytest.mark.skipif(parallel.usable_cores() < 2, reason="one usable core: nothing splits")
+def test_a_launch_whose_helpers_slept_measures_nothing(gauge, crew, monkeypatch):
+    """A helper asleep as the launch begins may come late on an idle machine too: such a
+    launch leaves the measure as it was (here: none, so launches keep splitting)."""
+    monkeypatch.setattr(parallel, "BUSY_CORES", 1e9)
+    monkeypatch.setattr(parallel, "PROBE_S", 1e9)
+    backend = CPUBackend()
+    a = backend.to_device(np.ones(4096, np.float32))
+    for _ in range(3):
+        assert _split_by_default(backend, a)["host_threads"] == min(parallel.usable_cores(),
+                                                                     16)
+        deadline = time.monotonic() + 10
+        while crew.sleepers < crew.size - 1 and time.monotonic() < deadline:
+            time.sleep(0.001)  # the helpers go back to sleep at once (the crew fixture)
 
 
 # -- errors: the one a launch on one thread reports ----------------------------------------------

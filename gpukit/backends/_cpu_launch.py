@@ -91,6 +91,8 @@ def launch(backend: Any, kernel: CPUKernel, grid: Any, block: Any, args: tuple,
                                        result.stats.static_shared_bytes))
         record.extra["host_threads"] = result.host_threads
         record.extra["host_blocks"] = result.host_blocks
+        if result.host_cores is not None:
+            record.extra["host_cores"] = result.host_cores
         if opts.flops is not None:
             record.extra["flops"] = opts.flops
         if result.trace is not None:

@@ -71,6 +71,7 @@ class LaunchResult:
     signature: tuple = ()  # Numba's types of the arguments, as the kernel was compiled for them
     host_threads: int = 1  # host threads that ran its blocks (gpukit.sim.parallel)
     host_blocks: tuple[int, ...] = ()  # how many blocks each of them ran
+    host_cores: float | None = None  # split: the cores' worth of CPU time its threads got
 
 
 @dataclass(slots=True)
@@ -292,12 +293,16 @@ def _threads_for(kernel: SimKernel, threads: int | None, apart: bool, schedule: 
     """How many host threads run the launch's blocks (gpukit.sim.parallel): one, unless its
     blocks are independent (`apart`: no global memory that one block writes and another may
     touch; no grid.sync(), fences or print(), whose order spans blocks), the launch is large and
-    in the ordered schedule (the shuffle's seeded order is one order), and nothing is traced."""
+    in the ordered schedule (the shuffle's seeded order is one order), nothing is traced, and,
+    unless `threads` names a number, the cores are not busy elsewhere
+    (`parallel.worth_splitting`)."""
     if threads == 1 or not apart or schedule == "shuffle" or trace_capacity \
             or tpb * nblocks < parallel.MIN_THREADS or nblocks < 2:
         return 1
     if kernel.cooperative or kernel.uses_fences or kernel.prints or (
             kernel.generator and not kernel.regions):
+        return 1
+    if threads is None and not parallel.worth_splitting():  # the cores are busy elsewhere
         return 1
     wanted = threads if threads is not None else parallel.usable_cores()
     return max(1, min(wanted, parallel.MAX_THREADS, nblocks))
@@ -401,14 +406,14 @@ def _run(kernel: SimKernel, memory: DeviceMemory, workspace: Workspace, values: 
         contexts = _shares(kernel, workspace, c, workers, dynamic_shared_bytes, tpb, nblocks,
                            len(infos), keep)
     start = time.perf_counter()
-    error = None
+    error = host_cores = None
     if watchdog_s:
         WATCHDOG.arm(contexts, watchdog_s)
     try:
         if kernel.generator and not kernel.regions:
             _run_generators(driver, c, values, workspace)
         elif workers > 1:
-            parallel.run(driver, contexts, values, c)
+            host_cores = parallel.run(driver, contexts, values, c)
         else:
             driver(c, *values)
     except Trap:
@@ -443,7 +448,7 @@ def _run(kernel: SimKernel, memory: DeviceMemory, workspace: Workspace, values: 
     host_blocks = tuple(int(context[L.CLAIMED]) for context in contexts) if workers > 1 \
         else (nblocks,)
     return LaunchResult(stats, wall_ms, trace, output, signature=sig, host_threads=workers,
-                        host_blocks=host_blocks)
+                        host_blocks=host_blocks, host_cores=host_cores)
 
 
 def _scratch(kernel: SimKernel, workspace: Workspace, c: np.ndarray, tpb: int,

@@ -24,10 +24,20 @@ so that no hand-off waits for the GIL while the other thread holds it. A helper 
 wake finds fewer blocks left. A launch that finds the crew busy (another host thread is
 splitting a launch of its own) runs its contexts one after another on its own thread (the
 first takes every block).
+
+A split launch pays only where its threads get cores to run on. Each measures the CPU time it
+got in its part; their sum over the launch's wall time is the cores' worth the launch ran on.
+Under BUSY_CORES, other work keeps the machine's cores busy (a test suite's other workers, a
+second notebook): the threads then take turns with it and with each other, and a helper taken
+off its core while it holds blocks holds the launch back, so launches the caller left to the
+simulator (`num_threads=None`) run on one thread until a split launch PROBE_S later measures
+again (`worth_splitting`). Only launches whose helpers were all awake as they began count: one
+that slept may start late on an idle machine too.
 """
 
 from __future__ import annotations
 
+import math
 import os
 import threading
 import time
@@ -47,6 +57,11 @@ MAX_THREADS = 16
 IDLE_SPIN_S = 0.0003  # how long a helper watches for the next launch before it sleeps
 WAIT_SPIN_S = 0.002  # how long the launching thread watches the helpers before it sleeps
 CHUNKS_PER_THREAD = 16
+# A split launch whose threads got less CPU time than this many cores' worth over its wall time
+# says the machine's cores are busy with other work: launches that may run on one thread then do,
+# until one split launch every PROBE_S looks again (`worth_splitting`)
+BUSY_CORES = 1.3
+PROBE_S = 0.5
 
 
 def usable_cores() -> int:
@@ -61,6 +76,23 @@ def chunk(nblocks: int, threads: int) -> int:
     the threads finish within a chunk of one another, with a claim (an atomic add on a shared
     word, about 0.1 us) per chunk."""
     return max(1, nblocks // (threads * CHUNKS_PER_THREAD))
+
+
+class _Gauge:
+    """What the latest split launch got: its threads' CPU time over its wall time (the cores'
+    worth it ran on) and when it ended (perf_counter seconds)."""
+
+    cores = math.inf
+    at = -math.inf
+
+
+def worth_splitting() -> bool:
+    """Whether a launch the simulator may split should be: unless the latest split launch, less
+    than PROBE_S ago, got under BUSY_CORES cores' worth of CPU time. On a machine whose cores
+    other work keeps busy, a split launch's threads take turns with that work and with each
+    other, and a helper taken off its core while it holds blocks holds the launch back: one
+    thread, which has a core to itself more often, finishes sooner."""
+    return _Gauge.cores >= BUSY_CORES or time.perf_counter() - _Gauge.at >= PROBE_S
 
 
 @njit(nogil=True)
@@ -178,10 +210,12 @@ class _Crew:
             self.flags[0] = launch
             self.wake.notify_all()
 
-    def run(self, one: Any, contexts: list[np.ndarray]) -> None:
+    def run(self, one: Any, contexts: list[np.ndarray]) -> bool:
         """`one(k)` for every context k, on this thread (k = 0) and the helpers at once: the
-        first context's driver starts the launch (`L.SIGNAL`) unless a helper sleeps."""
+        first context's driver starts the launch (`L.SIGNAL`) unless a helper sleeps. Whether
+        every helper was awake, watching for it, as the launch began (none asleep or new)."""
         count = len(contexts)
+        awake = self.size >= count and not self.sleepers
         while self.size < count:
             threading.Thread(target=self._serve, args=(self.size, self.launch), daemon=True,
                              name=f"gpukit-blocks-{self.size}").start()
@@ -206,6 +240,7 @@ class _Crew:
             raise
         finally:
             self.job = (self.launch, None, 0)  # nothing of the launch is kept
+        return awake
 
     def finish(self, count: int, spin_s: float) -> None:
         """After the launching thread's part: the helpers that have not started the launch
@@ -248,23 +283,34 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_forked)
 
 
-def run(driver: Any, contexts: list[np.ndarray], values: list, c: np.ndarray) -> None:
+def run(driver: Any, contexts: list[np.ndarray], values: list, c: np.ndarray) -> float | None:
     """Run `driver` on every context at once (the first on this thread), then sum what they
-    counted into `c`. If any run raised, `c` becomes the context of the one whose error is in
-    the first block, and its exception is raised again."""
+    counted into `c`; the cores' worth of CPU time the threads got (their CPU time over the
+    launch's wall time), or None where the crew was busy and this thread ran every context. If
+    any run raised, `c` becomes the context of the one whose error is in the first block, and
+    its exception is raised again."""
     errors: list[BaseException | None] = [None] * len(contexts)
+    cpu = [0.0] * len(contexts)  # each thread's CPU time in its part
 
     def one(k: int) -> None:
+        start = time.thread_time()
         try:
             driver(contexts[k], *values)
         except BaseException as exc:  # noqa: BLE001 (reported below, in block order)
             errors[k] = exc
             _stop_claims(int(contexts[k][L.CLAIM]))
+        cpu[k] = time.thread_time() - start
 
     crew = _the_crew()
+    cores = None
     if crew.busy.acquire(blocking=False):
         try:
-            crew.run(one, contexts)
+            start = time.perf_counter()
+            awake = crew.run(one, contexts)
+            end = time.perf_counter()
+            cores = sum(cpu) / max(end - start, 1e-9)
+            if awake:  # (a helper that slept may come late, busy cores or not: no measure)
+                _Gauge.cores, _Gauge.at = cores, end
         finally:
             crew.busy.release()
     else:  # another host thread's launch has the crew
@@ -278,6 +324,7 @@ def run(driver: Any, contexts: list[np.ndarray], values: list, c: np.ndarray) ->
         c[L.STAMP] = stamp
         raise errors[k]
     _merge(c, contexts, stamp)
+    return cores
 
 
 def _merge(c: np.ndarray, contexts: list[np.ndarray], stamp: int) -> None:
