@@ -96,10 +96,9 @@ class CPUBackend(Backend):
     num_threads: host threads that run a large launch's blocks side by side (None, the default:
     one per core this process may use; 1: one after another). A launch is split only where
     that cannot change what it computes or reports (see gpukit.sim.parallel);
-    `launches[-1].extra["host_threads"]` says how many ran it, `extra["host_blocks"]` how many
-    blocks each ran, and `extra["host_cores"]` the cores' worth of CPU time they got. With None,
-    a launch runs on one host thread while the latest split launch got under 1.3 cores' worth
-    (the machine busy with other work), one split launch every half second looking again.
+    `launches[-1].extra` has `host_threads` (how many ran it), `host_blocks` (how many blocks
+    each ran) and `host_cores` (the cores' worth of CPU time they got: under 1.3, the default
+    runs launches on one thread, looking again every half second; gpukit.sim.parallel).
     use_numba: accepted for the seed interface; the simulator always compiles with Numba.
     """
 
