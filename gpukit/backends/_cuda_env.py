@@ -18,6 +18,7 @@ from typing import Any
 
 from ._cuda_arrays import CUDADeviceArray
 from ._cuda_toolkit import driver_version, load_toolkit, package_version, toolkit_problem
+from .validate import BFLOAT16
 
 _USE_CPU = "gpukit uses its CPU simulator instead (get_backend('cpu'))"
 
@@ -133,7 +134,7 @@ def cupy_usable() -> bool:
 def cupy_holds(dtype: Any) -> bool:
     """Whether CuPy makes arrays of `dtype`: every dtype device arrays hold, but bfloat16
     (ml_dtypes') only from CuPy 14 on; older CuPy's arrays of it are Numba's."""
-    if dtype.name != "bfloat16" or dtype.kind != "V":
+    if dtype != BFLOAT16:
         return True
     import cupy
     return int(cupy.__version__.split(".")[0]) >= 14

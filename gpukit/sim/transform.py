@@ -1568,7 +1568,7 @@ def _np_dtype(dtype: Any) -> np.dtype | None:
     (`extensions.layout`); None for neither."""
     if bfloat16.names_bfloat16(dtype):  # numba-cuda's or ml_dtypes': 16 bits
         bfloat16.register()
-        return bfloat16.ARRAY_DTYPE or np.dtype(np.uint16)
+        return np.dtype(np.uint16) if bfloat16.ARRAY_DTYPE is None else bfloat16.ARRAY_DTYPE
     if isinstance(dtype, numba.types.Type):
         from numba.np.numpy_support import as_dtype
         try:
