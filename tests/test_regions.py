@@ -413,3 +413,53 @@ def test_checks_in_a_guarded_region_name_the_thread_that_fails():
                        r"\(64,\)\) at 64, outside 0..63") as info:
         be.launch_kernel(guarded_out_of_bounds, 1, TPB, a, be.to_device(np.zeros(TPB, np.float32)))
     assert info.value.thread == (34, 0, 0)
+
+
+# -- each thread's coordinates, set by the loop over the block's threads ----------------------
+def coordinates_past_a_barrier(out, ids):
+    """Each thread writes its coordinates and its linear index in the grid after a barrier (a
+    region's loop over the block's threads sets them, `sync.begin_thread_in`)."""
+    s = cuda.shared.array(1, int32)
+    if cuda.threadIdx.x == 0 and cuda.threadIdx.y == 0 and cuda.threadIdx.z == 0:
+        s[0] = 1
+    cuda.syncthreads()
+    x, y, z = cuda.grid(3)
+    if x < out.shape[0] and y < out.shape[1] and z < out.shape[2]:
+        out[x, y, z] = ((cuda.threadIdx.x * 16 + cuda.threadIdx.y) * 16
+                        + cuda.threadIdx.z) * s[0]
+        ids[x, y, z] = ((cuda.blockIdx.z * cuda.gridDim.y + cuda.blockIdx.y) * cuda.gridDim.x
+                        + cuda.blockIdx.x)
+
+
+@settings(max_examples=20, deadline=None)
+@given(shape=st.tuples(st.integers(1, 12), st.integers(1, 6), st.integers(1, 4)),
+       block=st.tuples(st.integers(1, 8), st.integers(1, 4), st.integers(1, 3)),
+       schedule=st.sampled_from(["ordered", "shuffle"]), seed=st.integers(0, 99))
+def test_every_thread_of_a_region_sees_its_own_coordinates(shape, block, schedule, seed):
+    grid = tuple(-(-n // b) for n, b in zip(shape, block))
+    be = CPUBackend(schedule=schedule, seed=seed)
+    kernel, (out, ids) = _run(be, coordinates_past_a_barrier, grid, block,
+                              np.zeros(shape, np.int64), np.zeros(shape, np.int64))
+    assert kernel.sim.regions
+    (x, y, z), (bx, by, bz) = np.indices(shape), block
+    np.testing.assert_array_equal(out, ((x % bx * 16 + y % by) * 16 + z % bz))
+    np.testing.assert_array_equal(ids, (z // bz * grid[1] + y // by) * grid[0] + x // bx)
+
+
+def reads_past_the_end_in_one_thread(a, out):
+    s = cuda.shared.array(TPB, float32)
+    i = cuda.grid(1)
+    s[cuda.threadIdx.x] = a[i]
+    cuda.syncthreads()
+    j = i + 1000 if i == 200 else i
+    out[i] = s[cuda.threadIdx.x] + a[j]
+
+
+@pytest.mark.parametrize("schedule", ["ordered", "shuffle"])
+def test_an_error_in_a_row_block_names_its_thread_and_block(schedule):
+    be = CPUBackend(schedule=schedule)
+    with pytest.raises(KernelError, match=r"^'a\[j\]' indexes global array a \(shape \(256,\)\) "
+                       r"at 1200, outside 0..255") as info:
+        _run(be, reads_past_the_end_in_one_thread, 4, TPB, np.zeros(4 * TPB, np.float32),
+             np.zeros(4 * TPB, np.float32))
+    assert (info.value.thread, info.value.block) == ((200 - 3 * TPB, 0, 0), (3, 0, 0))

@@ -116,7 +116,8 @@ RUNTIME: dict[str, Any] = {P + name: value for name, value in {
     "value": sync.value, "result_i32": sync.result_i32, "result_u32": sync.result_u32,
     "result_bool": sync.result_bool, "result2_bool": sync.result2_bool, "bare": lowlevel.bare,
     "begin_launch": sync.begin_launch, "begin_block": sync.begin_block,
-    "begin_thread": sync.begin_thread,
+    "begin_thread": sync.begin_thread, "begin_thread_in": sync.begin_thread_in,
+    "is_row": sync.is_row, "first_thread": sync.first_thread,
     "begin_generators": sync.begin_generators, "restore_thread": sync.restore_thread,
     "save_thread": sync.save_thread, "pause_thread": sync.pause_thread, "keep": sync.keep,
     "reload": sync.reload, "runnable": sync.runnable, "end_launch": sync.end_launch,
@@ -402,13 +403,15 @@ def driver_source(params: list[str], generator: bool, nslots: int, regions: bool
     if not generator:
         sums = range(len(counters))
         lines += [f"    _g_sum{j} = 0" for j in sums]
+        lines.append(f"    _g_row = {P}is_row({CTX})")
         lines += [f"    {P}begin_launch({CTX})",
                   f"    for _g_run in range({CTX}[{L.NBLOCKS}]):",
                   f"        if not {P}begin_block({CTX}, _g_run):",
                   "            break",
+                  f"        _g_first = {P}first_thread({CTX})",
                   "        for _g_k in range(_g_tpb):",
-                  (f"            {P}begin_thread({CTX}, {P}thread_at({CTX}, _g_k), {fences}, "
-                   f"{frames})"),
+                  (f"            {P}begin_thread_in({CTX}, {P}thread_at({CTX}, _g_k), _g_row, "
+                   f"_g_first, {fences}, {frames})"),
                   f"            _g_counts = {call}"]
         lines += [f"            _g_sum{j} += _g_counts[{j}]" for j in sums]
         lines += [f"    {P}count({CTX}, {site}, {space}, _g_sum{j})"

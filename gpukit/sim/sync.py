@@ -137,8 +137,19 @@ def begin_thread(c, lt, fences, frames):
     the kernel calls threadfence (the thread's fence and acquire state start at 0; in other
     kernels nothing reads them); `frames`: it calls device functions (their frames start at the
     thread's stack pointer)."""
+    begin_thread_in(c, lt, is_row(c), first_thread(c), fences, frames)
+
+
+@register_jitable(forceinline=True)
+def begin_thread_in(c, lt, row, first, fences, frames):
+    """`begin_thread` given what is the same for every thread of the block, which a loop over
+    its threads keeps in variables of its own (registers: loads from the context would be
+    repeated for every thread, as the compiler cannot tell the kernel's stores from writes to
+    the context): whether the block is one row of threads (`is_row`), and the global linear
+    index of its thread 0 (`first_thread`). Passing the block's extents the same way too made
+    launches slower (2026-12-07, 2-core VM: more values live across the loop)."""
     c[L.LT] = lt
-    if c[L.BDY] == 1 and c[L.BDZ] == 1:
+    if row:
         c[L.TX] = lt
     else:
         bx, by = c[L.BDX], c[L.BDY]
@@ -151,12 +162,24 @@ def begin_thread(c, lt, fences, frames):
             c[L.TX] = lt % bx
             c[L.TY] = (lt // bx) % by
             c[L.TZ] = lt // (bx * by)
-    c[L.GT] = c[L.BLIN] * c[L.TPB] + lt
+    c[L.GT] = first + lt
     if frames:
         c[L.LOCAL_SP] = c[L.LOCAL_BASE] + lt * c[L.LOCAL_STRIDE] + c[L.LOCAL_KERNEL]
     if fences:
         c[L.FENCE_STAMP] = 0
         c[L.ACQUIRE_SEQ] = 0
+
+
+@register_jitable(forceinline=True)
+def is_row(c):
+    """Whether the launch's blocks are one row of threads (blockDim.y == blockDim.z == 1)."""
+    return c[L.BDY] == 1 and c[L.BDZ] == 1
+
+
+@register_jitable(forceinline=True)
+def first_thread(c):
+    """The global linear index of the running block's thread 0."""
+    return c[L.BLIN] * c[L.TPB]
 
 
 # -- fences --------------------------------------------------------------------------------
