@@ -1,7 +1,7 @@
 """The simulator-speed targets, measured for several git revisions of gpukit in one run.
 
     python -m benchmarks.revisions REV [REV ...] [--repeat N] [--quick] [--target NAME]
-                                   [--output PATH]
+                                   [--threads N] [--output PATH]
     python -m benchmarks.revisions db49acd .    # the speed issue's baseline; the tree now
 
 Each REV is a commit (anything `git rev-parse` takes) or `.` for the working tree. Each is copied
@@ -13,7 +13,10 @@ are the speed issue's (#19), all with every check on: a tiled 16x16 shared-memor
 1024x1024, a tree reduction of 2^24 floats, two elementwise kernels of 2^24 elements against
 numpy's time in the same process, and a loop of 1,000 launches of a 32-thread vector add (per
 launch). A worker compiles its kernel and warms up at a small size, then times the best of its
-launches; the result is checked against numpy. Writes benchmarks/REVISIONS.md.
+launches; the result is checked against numpy. `--threads N` runs every launch on N host threads
+(`CPUBackend(num_threads=N)`; by default a large launch is split over the cores): with 1, what a
+change to the code each simulated thread runs saves shows apart from how the launch is split.
+Writes benchmarks/REVISIONS.md.
 """
 
 from __future__ import annotations
@@ -71,7 +74,7 @@ def _once(be, kernel, case, launches: int) -> float:
     return seconds
 
 
-def worker(name: str, size: int, warm: int, repeats: int) -> dict:
+def worker(name: str, size: int, warm: int, repeats: int, threads: int | None = None) -> dict:
     from gpukit.backends.cpu import CPUBackend
 
     from . import kernels as K
@@ -84,7 +87,7 @@ def worker(name: str, size: int, warm: int, repeats: int) -> dict:
     else:
         def build(n: int) -> Any:
             return workload.build(n, 0)
-    be = CPUBackend(watchdog_s=None)
+    be = CPUBackend(watchdog_s=None, num_threads=threads)
     kernel = be.compile_kernel(workload.kernel)
     _once(be, kernel, build(warm), warm if loop else 1)  # compile and warm up
     case = build(size)
@@ -125,12 +128,13 @@ def _copy(rev: str, into: Path) -> str:
     return label
 
 
-def _measure(src: Path, cache: Path, target: str, quick: bool) -> dict:
+def _measure(src: Path, cache: Path, target: str, quick: bool, threads: int | None = None
+             ) -> dict:
     name, size, warm, repeats, _ = TARGETS[target]
     size = QUICK[target] if quick else size
     env = {**os.environ, "PYTHONPATH": str(src), "GPUKIT_CACHE_DIR": str(cache)}
     done = subprocess.run([sys.executable, "-m", "benchmarks.revisions", "--worker",
-                           json.dumps([name, size, warm, repeats])], cwd=src, env=env,
+                           json.dumps([name, size, warm, repeats, threads])], cwd=src, env=env,
                           capture_output=True, text=True, check=False)
     if done.returncode != 0:
         return {"error": (done.stderr.strip().splitlines() or ["failed"])[-1]}
@@ -147,7 +151,8 @@ def _cell(result: dict | None, target: str) -> str:
     return f"{report.seconds(result['s'])} s ({result['s'] / result['numpy_s']:.1f}x numpy)"
 
 
-def run(revs: list[str], repeat: int, quick: bool, targets: list[str] | None = None) -> str:
+def run(revs: list[str], repeat: int, quick: bool, targets: list[str] | None = None,
+        threads: int | None = None) -> str:
     started = dt.datetime.now(dt.timezone.utc)
     load_before = report.load_average()
     with tempfile.TemporaryDirectory(prefix="gpukit-revisions-") as tmp:
@@ -161,7 +166,7 @@ def run(revs: list[str], repeat: int, quick: bool, targets: list[str] | None = N
         for _ in range(repeat):
             for target in chosen:
                 for label, into in copies:
-                    result = _measure(into / "src", into / "cache", target, quick)
+                    result = _measure(into / "src", into / "cache", target, quick, threads)
                     print(f"{target} @ {label}: {_cell(result, target)}", flush=True)
                     old = best.get((target, label))
                     if old is None or "error" in old or result.get("s", 1e99) < old["s"]:
@@ -181,7 +186,8 @@ def run(revs: list[str], repeat: int, quick: bool, targets: list[str] | None = N
         "",
         (f"Written by `python -m benchmarks.revisions {' '.join(revs)}"
          f"{' --quick' if quick else ''}"
-         f"{''.join(f' --target {t!r}' for t in targets or [])} --repeat {repeat}` on "
+         f"{''.join(f' --target {t!r}' for t in targets or [])}"
+         f"{f' --threads {threads}' if threads else ''} --repeat {repeat}` on "
          f"{started:%Y-%m-%d %H:%M} UTC; do not edit by hand, rerun it."),
         "",
         "## Machine", "", machine,
@@ -205,6 +211,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--quick", action="store_true", help="small sizes (a smoke test)")
     parser.add_argument("--target", action="append", choices=list(TARGETS),
                         help="measure only this target (again for more); default: all")
+    parser.add_argument("--threads", type=int, help="host threads per launch (default: the "
+                        "simulator's choice, which splits large launches over the cores)")
     parser.add_argument("--output", type=Path, default=OUTPUT, help="where to write the report")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     options = parser.parse_args(argv)
@@ -213,7 +221,7 @@ def main(argv: list[str] | None = None) -> None:
         return
     if not options.revs:
         parser.error("name at least one revision (a commit, or . for the working tree)")
-    text = run(options.revs, options.repeat, options.quick, options.target)
+    text = run(options.revs, options.repeat, options.quick, options.target, options.threads)
     options.output.write_text(text)
     print(text)
 

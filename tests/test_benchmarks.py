@@ -279,12 +279,33 @@ def test_revisions_worker_times_a_kernel_and_numpy_and_a_loop_per_launch():
     assert set(loop) == {"s"} and 0 < loop["s"] < 1
 
 
+def test_revisions_passes_the_host_threads_to_its_workers(monkeypatch):
+    from benchmarks import revisions
+    monkeypatch.setattr(revisions, "_copy", lambda rev, into: f"rev-{rev}")
+    seen = []
+
+    def measure(src, cache, target, quick, threads=None):
+        seen.append(threads)
+        return {"s": 1e-4}
+    monkeypatch.setattr(revisions, "_measure", measure)
+    loop = "1,000 launches of 32 threads"
+    text = revisions.run(["old", "new"], 1, quick=True, targets=[loop], threads=1)
+    assert seen == [1, 1]
+    assert f"--quick --target '{loop}' --threads 1 --repeat 1`" in text
+    created = []
+    monkeypatch.setattr("gpukit.backends.cpu.CPUBackend.__init__",
+                        lambda self, **options: created.append(options) or 1 / 0)
+    with pytest.raises(ZeroDivisionError):
+        revisions.worker("vector_add", 1000, 64, 1, 1)
+    assert created == [{"watchdog_s": None, "num_threads": 1}]
+
+
 def test_revisions_report_puts_the_revisions_side_by_side(monkeypatch, tmp_path):
     from benchmarks import revisions
     monkeypatch.setattr(revisions, "_copy", lambda rev, into: f"rev-{rev}")
     times = {"rev-old": 2.0, "rev-new": 0.5}
 
-    def measure(src, cache, target, quick):
+    def measure(src, cache, target, quick, threads=None):
         label = "rev-old" if src.parent.name == "rev0" else "rev-new"
         if target.startswith("1,000"):
             return {"s": times[label] * 1e-4}
@@ -303,7 +324,7 @@ def test_revisions_can_measure_only_the_targets_named(monkeypatch):
     monkeypatch.setattr(revisions, "_copy", lambda rev, into: f"rev-{rev}")
     measured = []
 
-    def measure(src, cache, target, quick):
+    def measure(src, cache, target, quick, threads=None):
         measured.append(target)
         return {"s": 1e-4}
     monkeypatch.setattr(revisions, "_measure", measure)
