@@ -139,9 +139,9 @@ def begin_thread_in(c, lt, row, first, fences, frames):
     from writes to the context): `row`, whether the block is one row of threads (`is_row`);
     `first`, the global linear index of its thread 0 (`first_thread`). A block of one row,
     the common case, is set up here; any other by `begin_thread`. (Measured, 2026-12-07,
-    2-core VM, one host thread: vector add 0.92x the time it took with `begin_thread` for
-    every thread; setting up every shape here, or passing the block's extents too, made it
-    slower than before, 1.6x and 1.05x: LLVM lays the loop out differently.)"""
+    2-core VM, one host thread: vector add 0.86-0.90x the time it took with `begin_thread`
+    for every thread; setting up every shape here made it 1.6x, and passing the block's
+    extents too lost the gain: LLVM lays the loop out differently.)"""
     if row:
         c[L.LT] = lt
         c[L.TX] = lt
