@@ -279,30 +279,42 @@ def test_revisions_worker_times_a_kernel_and_numpy_and_a_loop_per_launch():
     assert set(loop) == {"s"} and 0 < loop["s"] < 1
 
 
-def test_revisions_passes_the_host_threads_to_its_workers(monkeypatch):
+@pytest.fixture
+def fake_revisions(monkeypatch):
+    """benchmarks.revisions with no copies made: `use(measure)` stands in for its workers."""
     from benchmarks import revisions
     monkeypatch.setattr(revisions, "_copy", lambda rev, into: f"rev-{rev}")
+
+    def use(measure):
+        monkeypatch.setattr(revisions, "_measure", measure)
+        return revisions
+    return use
+
+
+def test_revisions_passes_the_host_threads_to_its_workers(fake_revisions, monkeypatch):
     seen = []
 
     def measure(src, cache, target, quick, threads=None):
         seen.append(threads)
         return {"s": 1e-4}
-    monkeypatch.setattr(revisions, "_measure", measure)
+    revisions = fake_revisions(measure)
     loop = "1,000 launches of 32 threads"
     text = revisions.run(["old", "new"], 1, quick=True, targets=[loop], threads=1)
     assert seen == [1, 1]
     assert f"--quick --target '{loop}' --threads 1 --repeat 1`" in text
-    created = []
-    monkeypatch.setattr("gpukit.backends.cpu.CPUBackend.__init__",
-                        lambda self, **options: created.append(options) or 1 / 0)
-    with pytest.raises(ZeroDivisionError):
+
+    class Made(Exception):
+        pass
+
+    def made(self, **options):  # the worker's backend, with the options it was given
+        raise Made(options)
+    monkeypatch.setattr("gpukit.backends.cpu.CPUBackend.__init__", made)
+    with pytest.raises(Made) as info:
         revisions.worker("vector_add", 1000, 64, 1, 1)
-    assert created == [{"watchdog_s": None, "num_threads": 1}]
+    assert info.value.args == ({"watchdog_s": None, "num_threads": 1},)
 
 
-def test_revisions_report_puts_the_revisions_side_by_side(monkeypatch, tmp_path):
-    from benchmarks import revisions
-    monkeypatch.setattr(revisions, "_copy", lambda rev, into: f"rev-{rev}")
+def test_revisions_report_puts_the_revisions_side_by_side(fake_revisions):
     times = {"rev-old": 2.0, "rev-new": 0.5}
 
     def measure(src, cache, target, quick, threads=None):
@@ -310,7 +322,7 @@ def test_revisions_report_puts_the_revisions_side_by_side(monkeypatch, tmp_path)
         if target.startswith("1,000"):
             return {"s": times[label] * 1e-4}
         return {"s": times[label], "numpy_s": 0.1}
-    monkeypatch.setattr(revisions, "_measure", measure)
+    revisions = fake_revisions(measure)
     text = revisions.run(["old", "new"], 1, quick=True)
     assert "| target (all checks) | rev-old | rev-new | rev-old / rev-new | #19's target |" in text
     assert "| tree reduction 2^24 | 2 s (20.0x numpy) | 0.5 s (5.0x numpy) | 4x | " \
@@ -319,15 +331,13 @@ def test_revisions_report_puts_the_revisions_side_by_side(monkeypatch, tmp_path)
         in text
 
 
-def test_revisions_can_measure_only_the_targets_named(monkeypatch):
-    from benchmarks import revisions
-    monkeypatch.setattr(revisions, "_copy", lambda rev, into: f"rev-{rev}")
+def test_revisions_can_measure_only_the_targets_named(fake_revisions):
     measured = []
 
     def measure(src, cache, target, quick, threads=None):
         measured.append(target)
         return {"s": 1e-4}
-    monkeypatch.setattr(revisions, "_measure", measure)
+    revisions = fake_revisions(measure)
     loop = "1,000 launches of 32 threads"
     text = revisions.run(["old", "new"], 2, quick=True, targets=[loop])
     assert measured == [loop] * 4  # two revisions, two turns each

@@ -667,8 +667,11 @@ class _Builder:
             finish = f"{P}save_thread({CTX}, {exit_code})"
         else:
             finish = f"{P}pause_thread({CTX})" if self.fences else "pass"
-        start = f"{P}restore_thread({CTX}, {P}lt)" if self.fences \
-            else f"{P}begin_thread_in({CTX}, {P}lt, {P}row, {P}first, False, {self.frames})"
+        if self.fences:
+            setup, start = "", f"{P}restore_thread({CTX}, {P}lt)"
+        else:  # what is the same for the block's threads, read once (sync.begin_thread_in)
+            setup = f"{P}row, {P}first = {P}is_row({CTX}), {P}first_thread({CTX})\n"
+            start = f"{P}begin_thread_in({CTX}, {P}lt, {P}row, {P}first, False, {self.frames})"
         visit, beyond = f"for {P}k in range({CTX}[{L.TPB}]):", ""
         span = self.span(stmts)
         if span is not None:  # visit only the threads that can pass the region's guard
@@ -678,7 +681,7 @@ class _Builder:
         template = ast.parse(
             f"{P}alive = 0\n"
             f"{P}threads = {P}block_threads({CTX})\n"
-            f"{P}row, {P}first = {P}is_row({CTX}), {P}first_thread({CTX})\n"
+            f"{setup}"
             f"{visit}\n"
             f"    {P}lt, {P}runs = {P}nth_runnable({P}threads, {P}k)\n"
             f"    if {P}runs:\n"
