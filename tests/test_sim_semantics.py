@@ -314,6 +314,25 @@ def test_an_atomic_takes_an_optional_integer_index_as_numba_casts_it(be):
         run(be, optional_index, 1, 1, np.array([-1.0]), np.zeros(4, np.int64))
 
 
+@cuda.jit(device=True)
+def add_at_wrapped(ary, neg_idx):
+    # numba-cuda's test_atomics: uint64 % int64 is float64 in Numba, so on the untaken path
+    # the index is (int64, float64) and numba-cuda's typing unifies both paths to that
+    at = (cuda.threadIdx.x, numba.uint64(cuda.threadIdx.y))
+    if neg_idx:
+        at = (at[0] % ary.shape[0], at[1] % ary.shape[1])
+    cuda.atomic.add(ary, at, 1.0)
+
+
+def float_index_atomic(ary):
+    add_at_wrapped(ary, False)
+
+
+def test_a_float_component_of_an_atomics_index_tuple_is_truncated_as_numba_cuda_casts_it(be):
+    (ary,) = run(be, float_index_atomic, 1, (4, 8), np.zeros((4, 8)))
+    assert ary.tolist() == np.ones((4, 8)).tolist()
+
+
 def with_breakpoint(a):
     breakpoint()  # noqa: T100 - numba-cuda's debugging example: cuda-gdb stops here
     a[0] = 1
