@@ -328,9 +328,16 @@ def float_index_atomic(ary):
     add_at_wrapped(ary, False)
 
 
-def test_a_float_component_of_an_atomics_index_tuple_is_truncated_as_numba_cuda_casts_it(be):
+def float_index_1d(hist, x):
+    cuda.atomic.add(hist, x[cuda.threadIdx.x] * 2.0, 1)  # numba-cuda's typing: index intp
+
+
+def test_a_float_index_of_an_atomic_is_truncated_as_numba_cuda_casts_it(be):
     (ary,) = run(be, float_index_atomic, 1, (4, 8), np.zeros((4, 8)))
     assert ary.tolist() == np.ones((4, 8)).tolist()
+    (hist, _) = run(be, float_index_1d, 1, 4, np.zeros(8, np.int64),
+                    np.array([0.2, 0.7, 1.4, 3.9]))
+    assert hist.tolist() == [1, 1, 1, 0, 0, 0, 0, 1]  # 0.4, 1.4, 2.8, 7.8 toward zero
 
 
 def with_breakpoint(a):
