@@ -316,8 +316,8 @@ def test_an_atomic_takes_an_optional_integer_index_as_numba_casts_it(be):
 
 @cuda.jit(device=True)
 def add_at_wrapped(ary, neg_idx):
-    # numba-cuda's test_atomics: uint64 % int64 is float64 in Numba, so on the untaken path
-    # the index is (int64, float64) and numba-cuda's typing unifies both paths to that
+    # numba-cuda's test_atomics: the untaken path makes `at` (int64, int64), and Numba unifies
+    # it with (int32, uint64) as (int64, float64), which numba-cuda's atomic typing lets through
     at = (cuda.threadIdx.x, numba.uint64(cuda.threadIdx.y))
     if neg_idx:
         at = (at[0] % ary.shape[0], at[1] % ary.shape[1])

@@ -147,10 +147,10 @@ store_i64 = _storer(64, types.int64)
 def index_int(typingctx, x):
     """An atomic's index component as int64, cast as numba-cuda's lowering casts it to intp
     (its typing passes a multi-dimensional atomic's index tuple through as it is): an integer,
-    a boolean, or a float (truncated, as in `(tx, ty % n)` with `ty` uint64 and `n` int64,
-    which Numba's typing makes float64). An optional one (a variable that is None on some other
-    path, or what a function that may return None gave) is cast as Numba casts it: None there
-    raises Numba's TypeError."""
+    a boolean, or a float (truncated: a uint64 component unified with an int64 one, on
+    another path, is float64 in Numba's typing). An optional one (a variable that is None on
+    some other path, or what a function that may return None gave) is cast as Numba casts it:
+    None there raises Numba's TypeError."""
     inner = x.type if isinstance(x, types.Optional) else x
     if not isinstance(inner, (types.Integer, types.Float, types.Boolean)):
         return None
