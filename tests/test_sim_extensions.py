@@ -32,6 +32,7 @@ from numba.cuda.typing.templates import AttributeTemplate, ConcreteTemplate
 from numba.extending import overload as numba_overload
 
 import gpukit
+from gpukit.errors import RaceConditionError, UnsupportedKernelError
 
 
 class Span:
@@ -238,17 +239,140 @@ def _store_after(arr, i):
     return impl
 
 
-def test_an_overload_whose_implementation_uses_cuda_is_refused_naming_what_it_uses():
-    from gpukit.errors import UnsupportedKernelError
-
+def test_an_overload_whose_implementation_uses_cuda_is_simulated():
     @cuda.jit
     def uses_it(out):
-        out[0] = thread_index()
+        out[cuda.threadIdx.x] = thread_index()
+
+    out = np.zeros(8, np.int64)
+    uses_it[1, 8](out)
+    np.testing.assert_array_equal(out, np.arange(8))
+
+
+def scaled_local(x):
+    raise NotImplementedError
+
+
+@numba.cuda.extending.overload(scaled_local, target="cuda")
+def _scaled_local(x):
+    """numba-cuda's issue 718 shape (`cuda.local.array` in an implementation), with an
+    implementation that depends on the argument's type, as numba-cuda picks it per call."""
+    if isinstance(x, types.Integer):
+        def impl(x):
+            a = cuda.local.array(2, np.int64)
+            a[0] = x
+            a[1] = 10
+            return a[0] * a[1]
+        return impl
+
+    def impl(x):
+        a = cuda.local.array(1, np.float32)
+        a[0] = x
+        return a[0] + np.float32(0.5)
+    return impl
+
+
+@cuda.jit(device=True)
+def scaled_twice(x):
+    return scaled_local(x) + scaled_local(x)
+
+
+def test_each_call_of_an_overload_using_cuda_runs_the_implementation_for_its_types():
+    @cuda.jit
+    def both(ints, floats):
+        i = cuda.grid(1)
+        if i < ints.size:
+            ints[i] = scaled_local(ints[i]) + scaled_twice(ints[i])
+            floats[i] = scaled_local(floats[i])
+
+    ints, floats = np.arange(5, dtype=np.int64), np.linspace(0, 1, 5, dtype=np.float32)
+    expected_ints, expected_floats = ints * 30, floats + np.float32(0.5)
+    both[1, 32](ints, floats)
+    np.testing.assert_array_equal(ints, expected_ints)
+    np.testing.assert_array_equal(floats, expected_floats)
+
+
+def test_a_kernel_is_rewritten_for_each_launchs_types_when_an_overload_depends_on_them():
+    backend = gpukit.get_backend("cpu")
+
+    @cuda.jit
+    def one(out, x):
+        out[0] = scaled_local(x)
+
+    kernel = backend.compile_kernel(one)
+    with pytest.raises(UnsupportedKernelError, match=(
+            r"kernel 'one' calls an @overload whose implementation uses CUDA, so how it is "
+            r"simulated depends on the arguments' types: launch it first")):
+        kernel.explain()
+    out = backend.allocate(1, np.float64)
+    kernel[1, 1](out, 3)  # an int64: the integer implementation
+    assert backend.to_host(out)[0] == 30
+    kernel[1, 1](out, 3.0)  # a float64: the other one
+    assert backend.to_host(out)[0] == 3.5
+    assert "a[1] = 10" not in kernel.explain()  # the latest launch's rewrite
+    eager = backend.compile_kernel(one, signature="void(float64[:], int64)")
+    assert "10" in eager.explain()  # an eager signature gives the types at once
+
+
+def test_an_overloads_cuda_implementation_is_checked_like_a_device_function():
+    """Its accesses are bounds-, race- and initialisation-checked, at its own lines."""
+    @cuda.jit
+    def all_write_one(out):
+        store_thread_index(out, 0)
+
+    with pytest.raises(RaceConditionError, match=(
+            r"data race on out\[0\]: thread \(1, 0, 0\) .* writes it at line \d+ "
+            r"\('out\[i\]'\).*test_sim_extensions\.py")):
+        all_write_one[1, 2](np.zeros(1, np.int64))
+
+
+def store_thread_index(out, i):
+    raise NotImplementedError
+
+
+@numba.cuda.extending.overload(store_thread_index, target="cuda")
+def _store_thread_index(out, i):
+    def impl(out, i):
+        out[i] = cuda.threadIdx.x
+    return impl
+
+
+def reverse_in_block(a):
+    raise NotImplementedError
+
+
+@numba.cuda.extending.overload(reverse_in_block, target="cuda")
+def _reverse_in_block(a):
+    def impl(a):
+        s = cuda.shared.array(32, numba.float32)
+        i = cuda.threadIdx.x
+        s[i] = a[i]
+        cuda.syncthreads()
+        a[i] = s[31 - i]
+    return impl
+
+
+def test_an_overloads_implementation_may_hold_a_barrier():
+    @cuda.jit
+    def reverse(a):
+        reverse_in_block(a)
+
+    a = np.arange(32, dtype=np.float32)
+    reverse[1, 32](a)
+    np.testing.assert_array_equal(a, np.arange(32, dtype=np.float32)[::-1])
+
+
+def test_a_device_function_whose_overload_call_depends_on_two_callers_types_is_refused():
+    @cuda.jit
+    def mixed(ints, floats):
+        ints[0] = scaled_twice(ints[0])
+        floats[0] = scaled_twice(floats[0])
 
     with pytest.raises(UnsupportedKernelError, match=(
-            r"calling thread_index, an @overload for the CUDA target whose implementation "
-            r"uses cuda\.threadIdx .*written as a device function.* \[kernel 'uses_it', ")):
-        uses_it[1, 1](np.zeros(1, np.int64))
+            r"calling scaled_local, an @overload whose implementation uses CUDA and depends on "
+            r"the argument types, from a device function called with arguments of different "
+            r"types \(2 implementations;")):
+        mixed[1, 1](np.zeros(1, np.int64), np.zeros(1, np.float32))
 
 
 def test_an_overloads_implementation_is_bounds_checked():
@@ -444,8 +568,6 @@ def declares_an_array_of(dtype):
     (Wide(), r"an array of Wide, whose data model aligns it to 16 bytes"),
 ])
 def test_an_array_of_a_type_the_simulator_cannot_lay_out_is_refused(dtype, reason):
-    from gpukit.errors import UnsupportedKernelError
-
     with pytest.raises(UnsupportedKernelError, match=(
             reason + r" is not supported in kernels by gpukit's simulator "
                      r"\[kernel 'declares', ")):

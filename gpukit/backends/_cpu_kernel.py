@@ -12,7 +12,8 @@ from typing import Any
 import numpy as np
 
 from ..errors import LaunchConfigError, UnsupportedKernelError
-from ..sim.kernel import NeedsArgumentDtypes, SimKernel, python_function
+from ..sim.kernel import NeedsArgumentDtypes, NeedsArgumentTypes, SimKernel, python_function
+from ..sim.launch import argument_types
 
 
 class CPUKernel:
@@ -20,7 +21,9 @@ class CPUKernel:
 
     A kernel that declares a shared or local array with an argument's dtype (`dtype=a.dtype`)
     is laid out for each launch's argument dtypes, as numba-cuda compiles one overload per
-    argument types: `sim` is then the layout of the latest launch (`select` picks it)."""
+    argument types: `sim` is then the layout of the latest launch (`select` picks it). One that
+    calls an `@overload` whose implementation uses CUDA is rewritten for each launch's argument
+    types (numba-cuda picks the implementation by them)."""
 
     def __init__(self, func: Any, backend: Any, signature: Any = None, debug: bool = False):
         self.py_func = python_function(func)
@@ -34,20 +37,24 @@ class CPUKernel:
         self.checked_geometry: dict = {}  # (grid, block, dynamic shared, limits on, static) -> ...
         self.occupancy_of: dict = {}  # (device, signature, block, shared bytes) -> a partial
         self._layouts: dict[tuple, SimKernel] | None = None  # by argument dtypes, where needed
+        self._by_types = False  # ... or by their Numba types
         try:
             self._sim: SimKernel | None = SimKernel(self.py_func, signature, debug)
-        except NeedsArgumentDtypes:
+        except NeedsArgumentDtypes as exc:
             self._sim, self._layouts = None, {}
+            self._by_types = isinstance(exc, NeedsArgumentTypes)
 
     @property
     def sim(self) -> SimKernel:
         """The simulator's kernel (for a kernel laid out by argument dtypes: the latest
         launch's)."""
         if self._sim is None:
+            what = ("calls an @overload whose implementation uses CUDA, so how it is simulated"
+                    if self._by_types else "declares shared or local memory with an argument's "
+                    "dtype, so its layout")
             raise UnsupportedKernelError(
-                f"kernel '{self.name}' declares shared or local memory with an argument's dtype, "
-                "so its layout depends on the arguments' types: launch it first (or compile it "
-                "with a signature)", kernel=self.name)
+                f"kernel '{self.name}' {what} depends on the arguments' types: launch it first "
+                "(or compile it with a signature)", kernel=self.name)
         return self._sim
 
     def select(self, args: tuple) -> SimKernel:
@@ -55,12 +62,18 @@ class CPUKernel:
         if self._layouts is None:
             return self.sim
         dtypes = tuple(getattr(arg, "dtype", None) for arg in args)
-        sim = self._layouts.get(dtypes)
+        key = argument_types(args) if self._by_types else dtypes
+        sim = self._layouts.get(key)
         if sim is None:
-            sim = self._layouts[dtypes] = SimKernel(
-                self.py_func, None, self.debug,
-                {name: dtype for name, dtype in zip(self.param_names, dtypes)
-                 if isinstance(dtype, np.dtype)})
+            try:
+                sim = SimKernel(self.py_func, None, self.debug,
+                                {name: dtype for name, dtype in zip(self.param_names, dtypes)
+                                 if isinstance(dtype, np.dtype)},
+                                key if self._by_types else None)
+            except NeedsArgumentTypes:  # it declares by dtype and calls such an overload
+                self._by_types, self._layouts = True, {}
+                return self.select(args)
+            self._layouts[key] = sim
         self._sim = sim
         return sim
 

@@ -41,6 +41,7 @@ from . import (
 from . import layout as L
 from . import nodes as N
 from .hoist import hoisted
+from .overloads import cuda_code_in_overload
 from .transform import (
     CTX,
     Build,
@@ -163,11 +164,13 @@ class KernelBuilder:
     """Rewrites one kernel and everything it calls into compilable units."""
 
     def __init__(self, func: pytypes.FunctionType, debug: bool = False,
-                 arg_dtypes: dict | None = None, pointers: dict | None = None):
+                 arg_dtypes: dict | None = None, pointers: dict | None = None,
+                 argtypes: tuple | None = None):
         self.func = func
         self.pointers = pointers or {}  # raw pointer parameters (an eager signature's
         #                                 CPointer types): name -> the dtype they point to
-        self.build = Build(python_errors=debug, arg_dtypes=arg_dtypes)
+        self.build = Build(python_errors=debug, arg_dtypes=arg_dtypes, argtypes=argtypes,
+                           kernel_func=func)
         self._sync: dict[Any, bool] = {}
         self._units: dict[Any, Unit] = {}
         self._ids = itertools.count(1)
@@ -193,8 +196,11 @@ class KernelBuilder:
             if spec is not None and spec.category in ("sync", "grid"):  # grid: g.sync() to come
                 found = True
                 break
-            callee = names.device_function(obj)
-            if callee is not None and self.has_sync(callee, (*_active, func)):
+            callees = [names.device_function(obj)]
+            if isinstance(obj, pytypes.FunctionType) and cuda_code_in_overload(obj):
+                callees = self.build.implementations(obj)  # an @overload using CUDA
+            if any(callee is not None and self.has_sync(callee, (*_active, func))
+                   for callee in callees):
                 found = True
                 break
         self._sync[func] = found
@@ -516,7 +522,8 @@ def _typing_pipeline(rewrites: bool = False) -> Any:
 
         def run_pass(self, state: Any) -> bool:
             _sentry_record_alignment(state.func_ir, state.typemap)
-            state.cr = (dict(state.typemap), state.return_type)  # before any rewrite
+            # before any rewrite: the types, and what `cuda_typed` gives
+            state.cr = (dict(state.typemap), state.func_ir, dict(state.calltypes))
             return False
 
     class TypingOnly(CUDACompiler):
@@ -568,6 +575,12 @@ def cuda_typecheck(func: pytypes.FunctionType, argtypes: tuple, rewrites: bool =
     """Type `func` as numba-cuda would for a GPU; raise its error as the kernel's own. Returns
     numba-cuda's types of the kernel's variables (SSA versions of `x` are `x`, `x.1`, ...).
     `rewrites`: numba-cuda's after-inference rewrites run too (`_typing_pipeline`)."""
+    return cuda_typed(func, argtypes, rewrites)[0]
+
+
+def cuda_typed(func: pytypes.FunctionType, argtypes: tuple, rewrites: bool = False) -> tuple:
+    """`cuda_typecheck`'s types, with numba-cuda's IR of `func` and the signature it typed each
+    call with (its `calltypes`, by IR expression): (typemap, func_ir, calltypes)."""
     from numba.cuda import utils
     from numba.cuda.core.compiler_lock import global_compiler_lock
     from numba.cuda.descriptor import cuda_target
@@ -583,14 +596,13 @@ def cuda_typecheck(func: pytypes.FunctionType, argtypes: tuple, rewrites: bool =
         # from two threads at once: numba-cuda compiles under its global lock, and so does gpukit
         with global_compiler_lock, utils.numba_target_override(), _device_for_typing():
             pipeline = _typing_pipeline(rewrites)
-            typemap, _ = pipeline(cuda_target.typing_context, cuda_target.target_context,
-                                  None, argtypes, None, flags, {}).compile_extra(func)
+            return pipeline(cuda_target.typing_context, cuda_target.target_context,
+                            None, argtypes, None, flags, {}).compile_extra(func)
     except Exception as exc:  # numba-cuda rejects the kernel: say why, in its words
         from numba.core.errors import NumbaError
         if not isinstance(exc, NumbaError) and type(exc).__module__.split(".")[0] != "numba":
             raise
         raise _typing_error(func, exc) from None
-    return typemap
 
 
 def _line_naming(func: pytypes.FunctionType, text: str) -> int | None:

@@ -26,7 +26,7 @@ from .compiler import (
     runtime,
 )
 from .thread_indexed import thread_indexed
-from .transform import NeedsArgumentDtypes, Unit
+from .transform import NeedsArgumentDtypes, NeedsArgumentTypes, Unit
 
 
 def python_function(kernel: Any) -> pytypes.FunctionType:
@@ -50,11 +50,13 @@ class SimKernel:
     """A Numba CUDA kernel, rewritten and compiled for the simulator."""
 
     def __init__(self, func: Any, signature: Any = None, debug: bool = False,
-                 arg_dtypes: dict | None = None):
+                 arg_dtypes: dict | None = None, argtypes: tuple | None = None):
         """`arg_dtypes`: the array arguments' dtypes by parameter name, for a kernel that
         declares shared or local arrays with an argument's dtype (`dtype=a.dtype`); without
         them (and without an eager signature, which gives them) such a kernel raises
-        `NeedsArgumentDtypes`, and is made again for each launch's dtypes."""
+        `NeedsArgumentDtypes`, and is made again for each launch's dtypes. `argtypes`: the
+        same for a kernel that calls an `@overload` whose implementation uses CUDA (Numba's
+        types of the arguments; else `NeedsArgumentTypes`)."""
         self.py_func = python_function(func)
         self.name = self.py_func.__name__
         if self.name == "<lambda>":
@@ -70,7 +72,8 @@ class SimKernel:
         self.arg_dtypes = arg_dtypes
         self.debug = debug  # numba-cuda's debug=True: Python's error model
         self.pointers = _pointer_dtypes(self.param_names, self.argtypes or ())
-        builder = KernelBuilder(self.py_func, debug, arg_dtypes, self.pointers)
+        builder = KernelBuilder(self.py_func, debug, arg_dtypes, self.pointers,
+                                argtypes or self.argtypes)
         self.unit = builder.kernel()
         self.units = builder.units()
         build = builder.build
@@ -307,5 +310,5 @@ def _metadata(node: ast.expr) -> bool:
     return False
 
 
-__all__ = ["NeedsArgumentDtypes", "SimKernel", "UnsupportedKernelError", "names",
-           "python_function"]
+__all__ = ["NeedsArgumentDtypes", "NeedsArgumentTypes", "SimKernel", "UnsupportedKernelError",
+           "names", "python_function"]

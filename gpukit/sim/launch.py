@@ -576,6 +576,19 @@ def _signature(kernel: SimKernel, values: list, key: tuple) -> tuple:
     return sig
 
 
+def argument_types(args: tuple) -> tuple:
+    """Numba's types of a launch's arguments as given (a device array typed as the view of it
+    the launch binds, a host array as the device copy made of it)."""
+    def typed(value: Any) -> Any:
+        if isinstance(value, (DeviceArray, np.ndarray)):
+            return numba.types.Array(numba.from_dtype(value.dtype), value.ndim,
+                                     value.layout if isinstance(value, DeviceArray) else "C")
+        if type(value) is tuple:
+            return numba.types.BaseTuple.from_types([typed(v) for v in value])
+        return _typeof(value)
+    return tuple(typed(v) for v in args)
+
+
 def _typeof(value: Any) -> Any:
     """numba.typeof, where an array of bfloat16 (ml_dtypes') is one of numba-cuda's bfloat16."""
     if bfloat16.ARRAY_DTYPE is not None and getattr(value, "dtype", None) == \

@@ -98,6 +98,12 @@ class NeedsArgumentDtypes(Exception):
     kernel is rewritten for each launch's argument dtypes (`Build.arg_dtypes`)."""
 
 
+class NeedsArgumentTypes(NeedsArgumentDtypes):
+    """The kernel calls an `@overload` whose implementation uses CUDA, which the simulator
+    rewrites as a device function: which implementation that is depends on the argument types,
+    so the kernel is rewritten for each launch's argument types (`Build.argtypes`)."""
+
+
 @dataclass
 class Build:
     """Everything collected while rewriting one kernel and the functions it calls."""
@@ -122,12 +128,31 @@ class Build:
     # the kernel's array arguments' dtypes by parameter name, for `dtype=a.dtype` in a shared or
     # local array declaration; None: not known (the kernel is laid out for each launch's types)
     arg_dtypes: dict | None = None
+    # the kernel's argument types (Numba's), where known: for `@overload`s using CUDA
+    argtypes: tuple | None = None
+    kernel_func: Any = None
+    _overload_impls: dict | None = None
     counter: int = 0
     outlined: dict = field(default_factory=dict)  # access site -> checked out of line or not
     # device arrays the kernel and its functions capture as globals or closure variables, as
     # numba-cuda captures them (by pointer, when first compiled): (the object, its slot, its
     # words' offset in the launch's table of their descriptions, the words' count)
     captured: list = field(default_factory=list)
+
+    def implementations(self, func: Any) -> list:
+        """Every implementation numba-cuda picks for calls of `func` (`overload_impls`)."""
+        return [impl for (_, _, key), found in self.overload_impls().items() if key is func
+                for impl in found]
+
+    def overload_impls(self) -> dict:
+        """The implementations numba-cuda picks for the kernel's calls of CUDA-using
+        overloads at `argtypes` (`gpukit.sim.overload_impls`), found on first use."""
+        if self.argtypes is None:
+            raise NeedsArgumentTypes()
+        if self._overload_impls is None:
+            from .overload_impls import overload_impls  # it types with gpukit.sim.compiler
+            self._overload_impls = overload_impls(self.kernel_func, self.argtypes)
+        return self._overload_impls
 
     def fresh(self, base: str) -> str:
         self.counter += 1
@@ -1024,8 +1049,30 @@ class UnitRewriter:
         spec = names.intrinsic(obj.obj)
         if spec is not None:
             return spec.category == "sync"
-        py_func = names.device_function(obj.obj)
+        py_func = self.called_function(obj.obj, call)
         return py_func is not None and self.builder.has_sync(py_func)
+
+    def called_function(self, obj: Any, node: ast.Call) -> pytypes.FunctionType | None:
+        """The Python function a call of `obj` runs, rewritten as a device function: a device
+        function's, or the implementation numba-cuda picks for this call of an `@overload`
+        whose implementation uses CUDA (its Numba CPU compile cannot run CUDA); else None."""
+        if not isinstance(obj, pytypes.FunctionType) or cuda_code_in_overload(obj) is None:
+            return names.device_function(obj)
+        impls = [impl for (filename, line, key), found in self.build.overload_impls().items()
+                 if key is obj and filename == self.src.filename
+                 and node.lineno <= line <= (node.end_lineno or node.lineno) for impl in found]
+        if len(impls) == 1:
+            return impls[0]
+        name = obj.__name__
+        if impls:
+            raise self._unsupported(node, (
+                f"calling {name}, an @overload whose implementation uses CUDA and depends on "
+                "the argument types, from a device function called with arguments of "
+                f"different types ({len(impls)} implementations; the simulator rewrites a "
+                "device function once per kernel),"))
+        raise self._unsupported(node, (
+            f"calling {name}, an @overload whose implementation uses CUDA, where numba-cuda's "
+            "typing of the kernel did not reach this call,"))
 
     builder: Any = None  # the KernelBuilder (set by it)
     frame_owner: UnitRewriter | None = None  # when inlined: whose frame holds our locals
@@ -1123,7 +1170,8 @@ class _Hoister(ast.NodeTransformer):
         if spec is not None:
             pre, result = self.rw.sync_call(node, spec)
         else:
-            pre, result = self.rw.builder.inline(self.rw, names.device_function(obj.obj), node)
+            pre, result = self.rw.builder.inline(self.rw, self.rw.called_function(obj.obj, node),
+                                                 node)
         self.pre += pre
         return result
 
@@ -1325,14 +1373,7 @@ class _ExprRewriter(ast.NodeTransformer):
         if names.is_declared_device(obj):
             raise rw._unsupported(node, f"calling {static.path}, which cuda.declare_device "
                                         "declares from linked CUDA C/C++ or PTX code,")
-        used = cuda_code_in_overload(obj) if isinstance(obj, pytypes.FunctionType) else None
-        if used is not None:
-            raise rw._unsupported(node, (
-                f"calling {static.path}, an @overload for the CUDA target whose implementation "
-                f"uses {used} (the simulator compiles overload implementations with Numba's CPU "
-                "compiler, which has no CUDA functions; written as a device function, "
-                "@cuda.jit(device=True), it is simulated),"))
-        py_func = names.device_function(obj)
+        py_func = rw.called_function(obj, node)
         if py_func is not None:
             if node.keywords:
                 raise rw._unsupported(node, "keyword arguments to a device function")
