@@ -362,6 +362,21 @@ def test_an_overloads_implementation_may_hold_a_barrier():
     np.testing.assert_array_equal(a, np.arange(32, dtype=np.float32)[::-1])
 
 
+DEBUG = False
+
+
+def test_an_overload_call_in_a_branch_numba_cuda_prunes_is_never_run():
+    @cuda.jit
+    def pruned(out):
+        if DEBUG:  # a global False: numba-cuda prunes the branch and never types the call
+            out[0] = scaled_local(out[1])
+        out[1] = 1
+
+    out = np.zeros(2, np.int64)
+    pruned[1, 1](out)
+    assert out.tolist() == [0, 1]
+
+
 def test_a_device_function_whose_overload_call_depends_on_two_callers_types_is_refused():
     @cuda.jit
     def mixed(ints, floats):

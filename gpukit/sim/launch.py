@@ -580,9 +580,13 @@ def argument_types(args: tuple) -> tuple:
     """Numba's types of a launch's arguments as given (a device array typed as the view of it
     the launch binds, a host array as the device copy made of it)."""
     def typed(value: Any) -> Any:
-        if isinstance(value, (DeviceArray, np.ndarray)):
-            return numba.types.Array(numba.from_dtype(value.dtype), value.ndim,
-                                     value.layout if isinstance(value, DeviceArray) else "C")
+        if isinstance(value, DeviceArray):
+            return numba.types.Array(numba.from_dtype(value.dtype), value.ndim, value.layout)
+        if isinstance(value, np.ndarray):  # its copy: native byte order, C or Fortran order
+            f = value.flags
+            return numba.types.Array(numba.from_dtype(value.dtype.newbyteorder("=")),
+                                     value.ndim, "F" if f.f_contiguous and not f.c_contiguous
+                                     else "C")
         if type(value) is tuple:
             return numba.types.BaseTuple.from_types([typed(v) for v in value])
         return _typeof(value)

@@ -1055,7 +1055,8 @@ class UnitRewriter:
     def called_function(self, obj: Any, node: ast.Call) -> pytypes.FunctionType | None:
         """The Python function a call of `obj` runs, rewritten as a device function: a device
         function's, or the implementation numba-cuda picks for this call of an `@overload`
-        whose implementation uses CUDA (its Numba CPU compile cannot run CUDA); else None."""
+        whose implementation uses CUDA (its Numba CPU compile cannot run CUDA); else None
+        (also for such a call in a branch numba-cuda prunes, which it never types)."""
         if not isinstance(obj, pytypes.FunctionType) or cuda_code_in_overload(obj) is None:
             return names.device_function(obj)
         impls = [impl for (filename, line, key), found in self.build.overload_impls().items()
@@ -1063,16 +1064,13 @@ class UnitRewriter:
                  and node.lineno <= line <= (node.end_lineno or node.lineno) for impl in found]
         if len(impls) == 1:
             return impls[0]
-        name = obj.__name__
-        if impls:
-            raise self._unsupported(node, (
-                f"calling {name}, an @overload whose implementation uses CUDA and depends on "
-                "the argument types, from a device function called with arguments of "
-                f"different types ({len(impls)} implementations; the simulator rewrites a "
-                "device function once per kernel),"))
+        if not impls:
+            return None
         raise self._unsupported(node, (
-            f"calling {name}, an @overload whose implementation uses CUDA, where numba-cuda's "
-            "typing of the kernel did not reach this call,"))
+            f"calling {obj.__name__}, an @overload whose implementation uses CUDA and depends on "
+            "the argument types, from a device function called with arguments of "
+            f"different types ({len(impls)} implementations; the simulator rewrites a "
+            "device function once per kernel),"))
 
     builder: Any = None  # the KernelBuilder (set by it)
     frame_owner: UnitRewriter | None = None  # when inlined: whose frame holds our locals
