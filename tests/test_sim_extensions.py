@@ -386,7 +386,7 @@ def test_a_device_function_whose_overload_call_depends_on_two_callers_types_is_r
     with pytest.raises(UnsupportedKernelError, match=(
             r"calling scaled_local, an @overload whose implementation uses CUDA and depends on "
             r"the argument types, from a device function called with arguments of different "
-            r"types \(2 implementations;")):
+            r"types \(2 implementations;.*\[kernel 'mixed', .*test_sim_extensions\.py:\d+\]")):
         mixed[1, 1](np.zeros(1, np.int64), np.zeros(1, np.float32))
 
 

@@ -376,10 +376,12 @@ class UnitRewriter:
 
     # -- errors and sites --------------------------------------------------------------------
     def _unsupported(self, node: ast.AST, what: str) -> UnsupportedKernelError:
+        """The error for what the simulator does not run, naming the kernel (also where the
+        code is a function it calls) and the line."""
         return UnsupportedKernelError(
             f"{what} is not supported in kernels by gpukit's simulator",
-            kernel=self.func.__name__, lineno=getattr(node, "lineno", None),
-            filename=self.src.filename)
+            kernel=(self.build.kernel_func or self.func).__name__,
+            lineno=getattr(node, "lineno", None), filename=self.src.filename)
 
     def _no_attribute(self, node: ast.Attribute, module: pytypes.ModuleType) -> Exception:
         """numba-cuda's error for a module attribute that does not exist (its AttributeError)."""
