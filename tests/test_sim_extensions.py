@@ -362,6 +362,29 @@ def test_an_overloads_implementation_may_hold_a_barrier():
     np.testing.assert_array_equal(a, np.arange(32, dtype=np.float32)[::-1])
 
 
+@overload_method(types.Array, "store_lane")
+def _store_lane(arr, value):
+    """A method whose implementation uses CUDA: each thread stores into its own element."""
+    def impl(arr, value):
+        arr[cuda.threadIdx.x] = value + cuda.laneid
+    return impl
+
+
+def test_an_overload_method_whose_implementation_uses_cuda_is_simulated_and_checked():
+    @cuda.jit
+    def each(out):
+        out.store_lane(10)
+
+    out = np.zeros(8, np.int64)
+    each[1, 8](out)
+    np.testing.assert_array_equal(out, 10 + np.arange(8))
+    with pytest.raises(IndexError, match=(  # thread 8 stores past the end, in the method
+            r"'arr\[cuda\.threadIdx\.x\]' indexes global array arr \(shape \(8,\)\) at 8, "
+            r"outside 0\.\.7.*\[kernel 'each', thread \(8, 0, 0\), block \(0, 0, 0\), .*"
+            r"test_sim_extensions\.py:\d+\]")):
+        each[1, 9](np.zeros(8, np.int64))
+
+
 DEBUG = False
 
 

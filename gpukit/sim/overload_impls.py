@@ -1,6 +1,6 @@
 """The implementations numba-cuda picks for a kernel's calls of CUDA code in `@overload`s.
 
-An `@overload(f, target="cuda")` whose implementation uses CUDA (`cuda.local.array`,
+An `@overload(f, target="cuda")` (or an `overload_method`) whose implementation uses CUDA (`cuda.local.array`,
 `cuda.threadIdx`, a device function) cannot be compiled by Numba's CPU compiler, through which
 the simulator runs other overloads (`gpukit.sim.overloads`). The simulator rewrites such an
 implementation as it rewrites a device function instead; which implementation that is depends
@@ -16,14 +16,14 @@ import types as pytypes
 from typing import Any
 
 from .compiler import cuda_typed
-from .overloads import cuda_code_in_overload
+from .overloads import cuda_code_in_overload, cuda_code_used
 
 
 def overload_impls(func: pytypes.FunctionType, argtypes: tuple) -> dict:
-    """{(file name, line, overloaded function): [implementation, ...]} for the calls of
-    CUDA-using overloads that `func` (a kernel typed at `argtypes`) makes or reaches: one
-    implementation each, or several where a device function is called with arguments of
-    different types and the implementation depends on them."""
+    """{(file name, line, overloaded function or ("method", name)): [implementation, ...]}
+    for the calls of CUDA-using overloads that `func` (a kernel typed at `argtypes`) makes or
+    reaches: one implementation each, or several where a device function is called with
+    arguments of different types and the implementation depends on them."""
     found: dict = {}
     _collect(func, tuple(argtypes), found, set())
     return found
@@ -47,16 +47,26 @@ def _collect(func: pytypes.FunctionType, argtypes: tuple, found: dict, seen: set
                                                      pytypes.FunctionType):
                 _collect(dispatcher.py_func, tuple(sig.args), found, seen)
                 continue
+            args = tuple(sig.args)
             key = getattr(callee, "typing_key", None)
-            if not isinstance(key, pytypes.FunctionType) or cuda_code_in_overload(key) is None:
+            method = getattr(getattr(callee, "template", None), "_overload_func", None)
+            if isinstance(key, tuple) and len(key) == 2 and method is not None and \
+                    sig.recvr is not None and cuda_code_used(method) is not None:
+                args = (sig.recvr, *args)  # an overload_method's: the receiver comes first
+                impl = method(*args)
+                key = ("method", key[1])
+            elif isinstance(key, pytypes.FunctionType) and cuda_code_in_overload(key):
+                impl = _implementation(callee, args)
+            else:
                 continue
-            impl = _implementation(callee, tuple(sig.args))
-            if impl is None:
+            if isinstance(impl, tuple):  # (a signature, the implementation)
+                impl = impl[1]
+            if not isinstance(impl, pytypes.FunctionType):
                 continue
             impls = found.setdefault((stmt.loc.filename, stmt.loc.line, key), [])
             if not any(_same(impl, other) for other in impls):
                 impls.append(impl)
-            _collect(impl, tuple(sig.args), found, seen)
+            _collect(impl, args, found, seen)
 
 
 def _implementation(callee: Any, args: tuple) -> pytypes.FunctionType | None:

@@ -206,30 +206,61 @@ def cuda_code_in_overload(func: Any) -> str | None:
     (`cuda.threadIdx`, a `cuda.declare_device` function), which Numba's CPU compiler cannot
     compile: the name it is used by, or None. Read from the code of the overload function and
     the functions it defines, resolving names through its globals and closure."""
-    import numba.cuda
-
-    from .names import device_function, intrinsic, is_declared_device
     for key, ftype in _registered_functions():
         if key is not func:
             continue
         for template in getattr(ftype, "templates", ()):
             overload_func = getattr(template, "_overload_func", None)
-            if overload_func is None or not _programs_cuda_overload(template, func):
-                continue
-            closure = {name: cell.cell_contents for name, cell in
-                       zip(overload_func.__code__.co_freevars, overload_func.__closure__ or ())
-                       if _filled(cell)}
-            used = _names_used(overload_func.__code__)
-            for k, name in enumerate(used):
-                obj = closure.get(name, overload_func.__globals__.get(name))
-                if obj is numba.cuda:
-                    return f"{name}.{used[k + 1]}" if k + 1 < len(used) else name
-                if is_declared_device(obj):
-                    return f"{name} (from cuda.declare_device)"
-                if device_function(obj) is not None:
-                    return f"{name} (a device function)"
-                if obj is not None and intrinsic(obj) is not None:
-                    return name
+            if overload_func is not None and _programs_cuda_overload(template, func):
+                used = cuda_code_used(overload_func)
+                if used is not None:
+                    return used
+    return None
+
+
+_METHOD_REGISTRIES: list = [None, []]  # [what the list depends on, the registries]
+
+
+def cuda_method_overload(attr: str) -> bool:
+    """Whether the program declares a CUDA-target `overload_method` named `attr` whose
+    implementation uses CUDA (`cuda_code_used`)."""
+    from numba.core.typing import templates as cpu_templates
+    from numba.cuda.descriptor import cuda_target
+    from numba.cuda.typing import templates as cuda_templates
+
+    context = cuda_target.typing_context
+    key = (len(sys.modules), len(context._registries))  # a registry comes with a module
+    if _METHOD_REGISTRIES[0] != key:
+        _METHOD_REGISTRIES[:] = [key, known_registries(
+            context, cuda_templates.Registry, cuda_templates.builtin_registry,
+            cpu_templates.builtin_registry)]
+    return any(getattr(template, "_attr", None) == attr
+               and _programs_cuda_overload(template, None)
+               and cuda_code_used(template._overload_func) is not None
+               for registry in _METHOD_REGISTRIES[1] for template in list(registry.attributes))
+
+
+def cuda_code_used(overload_func: Any) -> str | None:
+    """What of CUDA's the overload function `overload_func` (and the implementations it
+    defines) uses: `cuda.<name>`, a `cuda.declare_device` function, a device function or an
+    intrinsic, by the name it is used by; or None."""
+    import numba.cuda
+
+    from .names import device_function, intrinsic, is_declared_device
+    closure = {name: cell.cell_contents for name, cell in
+               zip(overload_func.__code__.co_freevars, overload_func.__closure__ or ())
+               if _filled(cell)}
+    used = _names_used(overload_func.__code__)
+    for k, name in enumerate(used):
+        obj = closure.get(name, overload_func.__globals__.get(name))
+        if obj is numba.cuda:
+            return f"{name}.{used[k + 1]}" if k + 1 < len(used) else name
+        if is_declared_device(obj):
+            return f"{name} (from cuda.declare_device)"
+        if device_function(obj) is not None:
+            return f"{name} (a device function)"
+        if obj is not None and intrinsic(obj) is not None:
+            return name
     return None
 
 

@@ -36,7 +36,7 @@ from . import access, bfloat16, eager, extensions, names, vectors
 from . import layout as L
 from . import nodes as N
 from .device_array import array_layout
-from .overloads import cuda_code_in_overload
+from .overloads import cuda_code_in_overload, cuda_method_overload
 from .source import FunctionSource, Site, Sites, read_function
 
 P = "_g_"
@@ -1061,15 +1061,19 @@ class UnitRewriter:
         (also for such a call in a branch numba-cuda prunes, which it never types)."""
         if not isinstance(obj, pytypes.FunctionType) or cuda_code_in_overload(obj) is None:
             return names.device_function(obj)
-        impls = [impl for (filename, line, key), found in self.build.overload_impls().items()
-                 if key is obj and filename == self.src.filename
+        return self.overload_impl(node, obj, obj.__name__)
+
+    def overload_impl(self, node: ast.Call, key: Any, name: str) -> pytypes.FunctionType | None:
+        """The implementation numba-cuda picks for the call `node` of a CUDA-using overload
+        (`key`: the overloaded function, or ("method", its name)), or None where it types
+        no such call (a branch it prunes)."""
+        impls = [impl for (filename, line, k), found in self.build.overload_impls().items()
+                 if k == key and filename == self.src.filename
                  and node.lineno <= line <= (node.end_lineno or node.lineno) for impl in found]
-        if len(impls) == 1:
-            return impls[0]
-        if not impls:
-            return None
+        if len(impls) <= 1:
+            return impls[0] if impls else None
         raise self._unsupported(node, (
-            f"calling {obj.__name__}, an @overload whose implementation uses CUDA and depends on "
+            f"calling {name}, an @overload whose implementation uses CUDA and depends on "
             "the argument types, from a device function called with arguments of "
             f"different types ({len(impls)} implementations; the simulator rewrites a "
             "device function once per kernel),"))
@@ -1312,6 +1316,10 @@ class _ExprRewriter(ast.NodeTransformer):
         static = self.rw.resolve(node.func)
         if static is not None:
             return self._static_call(static, node)
+        if isinstance(node.func, ast.Attribute) and cuda_method_overload(node.func.attr):
+            impl = self.rw.overload_impl(node, ("method", node.func.attr), node.func.attr)
+            if impl is not None:  # an overload_method whose implementation uses CUDA
+                return self._device_call(impl, node, [node.func.value, *node.args])
         if isinstance(node.func, ast.Attribute) and node.func.attr == "view" and \
                 len(node.args) == 1 and not node.keywords:  # also a number's (bits as int64)
             return N.call(P + "view_", self.visit(node.func.value), self.visit(node.args[0]))
@@ -1323,6 +1331,26 @@ class _ExprRewriter(ast.NodeTransformer):
         node.keywords = [ast.keyword(arg=k.arg, value=self.visit(k.value))
                          for k in node.keywords]
         return node
+
+    def _device_call(self, py_func: pytypes.FunctionType, node: ast.Call, arg_nodes: list,
+                     declared: Any = None, obj: Any = None) -> ast.expr:
+        """The call `node` of a device function (or an overload's implementation rewritten as
+        one) `py_func` with the arguments `arg_nodes`; `declared`: its eager signatures."""
+        rw = self.rw
+        if node.keywords:
+            raise rw._unsupported(node, "keyword arguments to a device function")
+        bound = bind_parameters(py_func, rw.function_args(arg_nodes))
+        unit = rw.builder.unit(py_func, bound)
+        rw.namespace[unit.name] = unit
+        rw.calls.append(unit)
+        args = [ast.Starred(value=rw.used(a.value, L.UNDEF_CALL, node), ctx=ast.Load())
+                if isinstance(a, ast.Starred) else rw.used(a, L.UNDEF_CALL, node)
+                for a in unbound_args(py_func, arg_nodes, bound)]
+        if declared is not None and not bound:  # converted as numba-cuda's call converts
+            convert = rw.constant(eager.converter(obj, declared), "convert")
+            args = [ast.Starred(value=ast.Call(func=convert, args=args, keywords=[]),
+                                ctx=ast.Load())]
+        return N.call(unit.name, N.name(CTX), N.name(P + "D"), *args)
 
     def _args(self, node: ast.Call, what: int | None = None) -> list[ast.expr]:
         if what is None:
@@ -1375,21 +1403,8 @@ class _ExprRewriter(ast.NodeTransformer):
                                         "declares from linked CUDA C/C++ or PTX code,")
         py_func = rw.called_function(obj, node)
         if py_func is not None:
-            if node.keywords:
-                raise rw._unsupported(node, "keyword arguments to a device function")
-            bound = bind_parameters(py_func, rw.function_args(node.args))
-            unit = rw.builder.unit(py_func, bound)
-            rw.namespace[unit.name] = unit
-            rw.calls.append(unit)
-            args = [ast.Starred(value=rw.used(a.value, L.UNDEF_CALL, node), ctx=ast.Load())
-                    if isinstance(a, ast.Starred) else rw.used(a, L.UNDEF_CALL, node)
-                    for a in unbound_args(py_func, node.args, bound)]
-            declared = eager.declared_signatures(obj)
-            if declared is not None and not bound:  # converted as numba-cuda's call converts
-                convert = rw.constant(eager.converter(obj, declared), "convert")
-                args = [ast.Starred(value=ast.Call(func=convert, args=args, keywords=[]),
-                                    ctx=ast.Load())]
-            return N.call(unit.name, N.name(CTX), N.name(P + "D"), *args)
+            return self._device_call(py_func, node, node.args, eager.declared_signatures(obj),
+                                     obj)
         if obj is print:
             return self._print(node)
         if obj is breakpoint:  # numba-cuda's brkpt, where cuda-gdb stops a kernel on a GPU
