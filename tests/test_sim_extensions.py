@@ -385,6 +385,28 @@ def test_an_overload_method_whose_implementation_uses_cuda_is_simulated_and_chec
         each[1, 9](np.zeros(8, np.int64))
 
 
+@overload_method(types.Array, "reversed_in_block")
+def _reversed_in_block(arr):
+    """A method with a barrier: the block's 32 elements reversed through shared memory."""
+    def impl(arr):
+        tile = cuda.shared.array(32, numba.int64)
+        i = cuda.threadIdx.x
+        tile[i] = arr[i]
+        cuda.syncthreads()
+        arr[i] = tile[31 - i]
+    return impl
+
+
+def test_an_overload_methods_implementation_may_hold_a_barrier():
+    @cuda.jit
+    def reverse(out):
+        out.reversed_in_block()
+
+    out = np.arange(32, dtype=np.int64)
+    reverse[1, 32](out)
+    np.testing.assert_array_equal(out, np.arange(32)[::-1])
+
+
 DEBUG = False
 
 

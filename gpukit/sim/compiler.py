@@ -41,7 +41,7 @@ from . import (
 from . import layout as L
 from . import nodes as N
 from .hoist import hoisted
-from .overloads import cuda_code_in_overload
+from .overloads import cuda_code_in_overload, cuda_method_overload
 from .transform import (
     CTX,
     Build,
@@ -191,6 +191,12 @@ class KernelBuilder:
                 continue
             obj = _static(func, node.func, local)
             if obj is None:
+                if isinstance(node.func, ast.Attribute) and \
+                        cuda_method_overload(node.func.attr) and \
+                        any(self.has_sync(impl, (*_active, func)) for impl in
+                            self.build.implementations(("method", node.func.attr))):
+                    found = True  # an overload_method's implementation with sync points
+                    break
                 continue
             spec = names.intrinsic(obj)
             if spec is not None and spec.category in ("sync", "grid"):  # grid: g.sync() to come

@@ -93,6 +93,13 @@ class Unit:
     counters: tuple[tuple[int, int], ...] = ()
 
 
+def with_receiver(call: ast.Call) -> ast.Call:
+    """`x.method(a, b)` as the call `method(x, a, b)` of a method's implementation."""
+    assert isinstance(call.func, ast.Attribute)
+    return ast.copy_location(ast.Call(func=call.func, args=[call.func.value, *call.args],
+                                      keywords=call.keywords), call)
+
+
 class NeedsArgumentDtypes(Exception):
     """A shared or local array takes its dtype from a kernel argument (`dtype=a.dtype`): the
     kernel is rewritten for each launch's argument dtypes (`Build.arg_dtypes`)."""
@@ -140,8 +147,9 @@ class Build:
     captured: list = field(default_factory=list)
 
     def implementations(self, func: Any) -> list:
-        """Every implementation numba-cuda picks for calls of `func` (`overload_impls`)."""
-        return [impl for (_, _, key), found in self.overload_impls().items() if key is func
+        """Every implementation numba-cuda picks for calls of `func` (an overloaded function,
+        or ("method", name)) in the kernel (`overload_impls`)."""
+        return [impl for (_, _, key), found in self.overload_impls().items() if key == func
                 for impl in found]
 
     def overload_impls(self) -> dict:
@@ -1047,7 +1055,8 @@ class UnitRewriter:
             return True
         obj = self.resolve(call.func)
         if obj is None:
-            return False
+            impl = self.method_impl(call)
+            return impl is not None and self.builder.has_sync(impl)
         spec = names.intrinsic(obj.obj)
         if spec is not None:
             return spec.category == "sync"
@@ -1062,6 +1071,13 @@ class UnitRewriter:
         if not isinstance(obj, pytypes.FunctionType) or cuda_code_in_overload(obj) is None:
             return names.device_function(obj)
         return self.overload_impl(node, obj, obj.__name__)
+
+    def method_impl(self, node: ast.Call) -> pytypes.FunctionType | None:
+        """The implementation numba-cuda picks for the call `node` of an `overload_method`
+        whose implementation uses CUDA (`x.method(...)`), or None."""
+        if isinstance(node.func, ast.Attribute) and cuda_method_overload(node.func.attr):
+            return self.overload_impl(node, ("method", node.func.attr), node.func.attr)
+        return None
 
     def overload_impl(self, node: ast.Call, key: Any, name: str) -> pytypes.FunctionType | None:
         """The implementation numba-cuda picks for the call `node` of a CUDA-using overload
@@ -1170,6 +1186,11 @@ class _Hoister(ast.NodeTransformer):
         if not self.rw._hoistable(node):
             return node
         obj = self.rw.resolve(node.func)
+        method = self.rw.method_impl(node) if obj is None else None
+        if method is not None:  # an overload_method's implementation with sync points
+            pre, result = self.rw.builder.inline(self.rw, method, with_receiver(node))
+            self.pre += pre
+            return result
         spec = names.GRID_SYNC if obj is None else names.intrinsic(obj.obj)
         if spec is not None:
             pre, result = self.rw.sync_call(node, spec)
@@ -1316,10 +1337,9 @@ class _ExprRewriter(ast.NodeTransformer):
         static = self.rw.resolve(node.func)
         if static is not None:
             return self._static_call(static, node)
-        if isinstance(node.func, ast.Attribute) and cuda_method_overload(node.func.attr):
-            impl = self.rw.overload_impl(node, ("method", node.func.attr), node.func.attr)
-            if impl is not None:  # an overload_method whose implementation uses CUDA
-                return self._device_call(impl, node, [node.func.value, *node.args])
+        impl = self.rw.method_impl(node)
+        if impl is not None:  # an overload_method whose implementation uses CUDA
+            return self._device_call(impl, node, with_receiver(node).args)
         if isinstance(node.func, ast.Attribute) and node.func.attr == "view" and \
                 len(node.args) == 1 and not node.keywords:  # also a number's (bits as int64)
             return N.call(P + "view_", self.visit(node.func.value), self.visit(node.args[0]))
