@@ -407,6 +407,64 @@ def test_an_overload_methods_implementation_may_hold_a_barrier():
     np.testing.assert_array_equal(out, np.arange(32)[::-1])
 
 
+def last_of_run(x, k):
+    raise NotImplementedError
+
+
+@numba.cuda.extending.overload(last_of_run, target="cuda", prefer_literal=True)
+def _last_of_run(x, k):
+    """A local array sized by a literal argument, as numba-cuda types the call with it."""
+    if isinstance(k, types.IntegerLiteral):
+        n = k.literal_value
+
+        def impl(x, k):
+            run = cuda.local.array(n, np.int64)
+            for j in range(n):
+                run[j] = x + j
+            return run[n - 1]
+        return impl
+
+    def impl(x, k):
+        return x * 1000
+    return impl
+
+
+def test_an_overload_picked_by_a_literal_argument_gets_that_implementation():
+    @cuda.jit
+    def both(out):
+        out[0] = last_of_run(out[0], 3)  # the literal 3: a local array of three
+        out[1] = last_of_run(out[1], out[2])  # an int64 value: the other implementation
+
+    out = np.array([10, 20, 2], np.int64)
+    both[1, 1](out)
+    assert out.tolist() == [12, 20000, 2]
+
+
+def doubled_as_float64(x):
+    raise NotImplementedError
+
+
+@numba.cuda.extending.overload(doubled_as_float64, target="cuda")
+def _doubled_as_float64(x):
+    """An overload that gives its signature with its implementation (numba-cuda keeps no
+    cached implementation for it): the argument is converted to float64 first."""
+    def impl(x):
+        a = cuda.local.array(1, np.float64)
+        a[0] = x
+        return a[0] * 2
+    return signature(types.float64, types.float64), impl
+
+
+def test_an_overload_giving_its_own_signature_runs_its_implementation():
+    @cuda.jit
+    def doubles(out, v):
+        out[0] = doubled_as_float64(v)
+
+    out = np.zeros(1, np.float64)
+    doubles[1, 1](out, np.int32(3))
+    assert out[0] == 6.0
+
+
 DEBUG = False
 
 

@@ -69,13 +69,20 @@ def _collect(func: pytypes.FunctionType, argtypes: tuple, found: dict, seen: set
             _collect(impl, args, found, seen)
 
 
-def _implementation(callee: Any, args: tuple) -> pytypes.FunctionType | None:
+def _implementation(callee: Any, args: tuple) -> Any:
     """The Python implementation numba-cuda's overload template gave for `args` while typing
-    (kept in the template's cache of implementations)."""
-    for template in getattr(callee, "templates", ()):
+    (kept in the template's cache of implementations; else asked of the overload again, as
+    where typing asked with literal types)."""
+    templates = [t for t in getattr(callee, "templates", ()) if hasattr(t, "_overload_func")]
+    for template in templates:
         for key, (disp, _) in list(getattr(template, "_impl_cache", {}).items()):
             if disp is not None and key[1] == args:
                 return disp.py_func
+    for template in templates:
+        if cuda_code_used(template._overload_func) is not None:
+            impl = template._overload_func(*args)
+            if impl is not None:
+                return impl
     return None
 
 
