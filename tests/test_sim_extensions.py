@@ -465,6 +465,18 @@ def test_an_overload_giving_its_own_signature_runs_its_implementation():
     assert out[0] == 6.0
 
 
+def test_keyword_arguments_to_an_overload_using_cuda_are_refused_by_name():
+    @cuda.jit
+    def by_keyword(out):
+        out[0] = scaled_local(x=out[0])
+
+    with pytest.raises(UnsupportedKernelError, match=(
+            r"keyword arguments to a device function \(or to an overload whose implementation "
+            r"uses CUDA\) is not supported in kernels by gpukit's simulator \[kernel "
+            r"'by_keyword', ")):
+        by_keyword[1, 1](np.zeros(1, np.int64))
+
+
 DEBUG = False
 
 

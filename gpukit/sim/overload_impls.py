@@ -1,8 +1,8 @@
 """The implementations numba-cuda picks for a kernel's calls of CUDA code in `@overload`s.
 
-An `@overload(f, target="cuda")` (or an `overload_method`) whose implementation uses CUDA (`cuda.local.array`,
-`cuda.threadIdx`, a device function) cannot be compiled by Numba's CPU compiler, through which
-the simulator runs other overloads (`gpukit.sim.overloads`). The simulator rewrites such an
+An `@overload(f, target="cuda")` (or an `overload_method`) whose implementation uses CUDA
+(`cuda.local.array`, `cuda.threadIdx`, a device function) cannot be compiled by Numba's CPU
+compiler, through which the simulator runs other overloads (`gpukit.sim.overloads`). The simulator rewrites such an
 implementation as it rewrites a device function instead; which implementation that is depends
 on the argument types of the call, which only typing knows. `overload_impls` types the kernel
 with numba-cuda's own pipeline for a launch's argument types, and follows each call into the

@@ -1358,7 +1358,8 @@ class _ExprRewriter(ast.NodeTransformer):
         one) `py_func` with the arguments `arg_nodes`; `declared`: its eager signatures."""
         rw = self.rw
         if node.keywords:
-            raise rw._unsupported(node, "keyword arguments to a device function")
+            raise rw._unsupported(node, "keyword arguments to a device function (or to an "
+                                        "overload whose implementation uses CUDA)")
         bound = bind_parameters(py_func, rw.function_args(arg_nodes))
         unit = rw.builder.unit(py_func, bound)
         rw.namespace[unit.name] = unit
