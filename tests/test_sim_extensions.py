@@ -32,7 +32,7 @@ from numba.cuda.typing.templates import AttributeTemplate, ConcreteTemplate
 from numba.extending import overload as numba_overload
 
 import gpukit
-from gpukit.errors import RaceConditionError, UnsupportedKernelError
+from gpukit.errors import ArgumentTypeError, RaceConditionError, UnsupportedKernelError
 
 
 class Span:
@@ -312,6 +312,9 @@ def test_a_kernel_is_rewritten_for_each_launchs_types_when_an_overload_depends_o
     assert "a[1] = 10" not in kernel.explain()  # the latest launch's rewrite
     eager = backend.compile_kernel(one, signature="void(float64[:], int64)")
     assert "10" in eager.explain()  # an eager signature gives the types at once
+    with pytest.raises(ArgumentTypeError, match=(  # checked before it is typed
+            r"argument 'x' of kernel 'one' is a object; kernels take device arrays")):
+        kernel[1, 1](out, object())
 
 
 def test_an_overloads_cuda_implementation_is_checked_like_a_device_function():

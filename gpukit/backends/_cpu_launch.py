@@ -54,9 +54,9 @@ def launch(backend: Any, kernel: CPUKernel, grid: Any, block: Any, args: tuple,
     opts = launch_options(options, backend.options) if options else backend.default_launch
     timeline = backend.modeled_timeline
     stream = timeline.stream_id(opts.stream)  # a foreign stream is refused before anything runs
+    _check_arguments(kernel, args)  # first: a kernel may be rewritten for their types
     sim = kernel.select(args)  # its layout for these arguments' dtypes, where it depends on them
     grid3, block3, shared = _check_geometry(backend, kernel, grid, block, opts)
-    _check_arguments(kernel, args)
     with timeline.launching():
         device_args, copies = _device_arguments(backend, kernel, args)
         recorder = opts.trace
