@@ -190,21 +190,19 @@ class KernelBuilder:
             if not isinstance(node, ast.Call):
                 continue
             obj = _static(func, node.func, local)
-            if obj is None:
-                if isinstance(node.func, ast.Attribute) and \
-                        cuda_method_overload(node.func.attr) and \
-                        any(self.has_sync(impl, (*_active, func)) for impl in
-                            self.build.implementations(("method", node.func.attr))):
-                    found = True  # an overload_method's implementation with sync points
+            if obj is None:  # x.method(...): an overload_method using CUDA, if any
+                method = isinstance(node.func, ast.Attribute) and \
+                    cuda_method_overload(node.func.attr)
+                callees = self.build.implementations(("method", node.func.attr)) \
+                    if method else []
+            else:
+                spec = names.intrinsic(obj)
+                if spec is not None and spec.category in ("sync", "grid"):  # grid: g.sync()
+                    found = True
                     break
-                continue
-            spec = names.intrinsic(obj)
-            if spec is not None and spec.category in ("sync", "grid"):  # grid: g.sync() to come
-                found = True
-                break
-            callees = [names.device_function(obj)]
-            if isinstance(obj, pytypes.FunctionType) and cuda_code_in_overload(obj):
-                callees = self.build.implementations(obj)  # an @overload using CUDA
+                callees = [names.device_function(obj)]
+                if isinstance(obj, pytypes.FunctionType) and cuda_code_in_overload(obj):
+                    callees = self.build.implementations(obj)  # an @overload using CUDA
             if any(callee is not None and self.has_sync(callee, (*_active, func))
                    for callee in callees):
                 found = True
