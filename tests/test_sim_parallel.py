@@ -26,6 +26,7 @@ from gpukit.errors import (
     RaceConditionError,
     UninitializedMemoryError,
 )
+from gpukit.sim import layout as L
 from gpukit.sim import parallel
 
 
@@ -317,6 +318,20 @@ def test_default_launches_run_on_one_thread_while_split_ones_find_the_cores_busy
     monkeypatch.setattr(parallel, "PROBE_S", 1e9)
     monkeypatch.setattr(parallel, "BUSY_CORES", 0.0)  # the cores are free again
     assert _split_by_default(backend, a)["host_threads"] == threads
+
+
+@pytest.mark.skipif(parallel.usable_cores() < 2, reason="one usable core: nothing splits")
+def test_the_measure_is_each_threads_time_on_a_core_in_its_own_part(gauge):
+    """Each thread's CPU time over its own part's wall time, summed: threads that spend their
+    parts waiting (as a thread taken off its core by other work does) add next to nothing,
+    however long the parts, and the hand-offs between the parts are not counted."""
+    contexts = [np.zeros(L.HEADER, np.int64) for _ in range(2)]
+    for _ in range(2):  # (the first starts the crew's helpers: not counted)
+        cores = parallel.run(lambda c: time.sleep(0.02), contexts, [],
+                             np.zeros(L.HEADER, np.int64))
+        assert cores is not None and 0 <= cores < 0.5
+    assert parallel._Gauge.cores == cores  # the helper was awake (the gauge fixture): counted
+    assert not parallel.worth_splitting()
 
 
 @pytest.mark.skipif(parallel.usable_cores() < 2, reason="one usable core: nothing splits")

@@ -26,7 +26,11 @@ splitting a launch of its own) runs its contexts one after another on its own th
 first takes every block).
 
 A split launch pays only where its threads get cores to run on. Each measures the CPU time it
-got in its part; their sum over the launch's wall time is the cores' worth the launch ran on.
+got in its part over its part's wall time (the share of it spent on a core); the shares' sum is
+the cores' worth the launch ran on. (Not the CPU time over the launch's wall time: that counts
+the hand-offs too, which on an idle machine read as busy cores in a launch of a fraction of a
+millisecond: 1.26-1.7 cores' worth for 2^16 threads on 2 idle cores, 2026-12-07, against
+1.8-2.0 this way, and about 1 with two other busy processes.)
 Under BUSY_CORES, other work keeps the machine's cores busy (a test suite's other workers, a
 second notebook): the threads then take turns with it and with each other, and a helper taken
 off its core while it holds blocks holds the launch back, so launches the caller left to the
@@ -285,30 +289,29 @@ if hasattr(os, "register_at_fork"):
 
 def run(driver: Any, contexts: list[np.ndarray], values: list, c: np.ndarray) -> float | None:
     """Run `driver` on every context at once (the first on this thread), then sum what they
-    counted into `c`; the cores' worth of CPU time the threads got (their CPU time over the
-    launch's wall time), or None where the crew was busy and this thread ran every context. If
+    counted into `c`; the cores' worth of CPU time the threads got (the sum of each thread's
+    CPU time in its part over its part's wall time), or None where the crew was busy and this thread ran every context. If
     any run raised, `c` becomes the context of the one whose error is in the first block, and
     its exception is raised again."""
     errors: list[BaseException | None] = [None] * len(contexts)
-    cpu = [0.0] * len(contexts)  # each thread's CPU time in its part
+    on_core = [0.0] * len(contexts)  # each thread's CPU time in its part over its wall time
 
     def one(k: int) -> None:
-        start = time.thread_time()
+        start, wall = time.thread_time(), time.perf_counter()
         try:
             driver(contexts[k], *values)
         except BaseException as exc:  # noqa: BLE001 (reported below, in block order)
             errors[k] = exc
             _stop_claims(int(contexts[k][L.CLAIM]))
-        cpu[k] = time.thread_time() - start
+        on_core[k] = (time.thread_time() - start) / max(time.perf_counter() - wall, 1e-9)
 
     crew = _the_crew()
     cores = None
     if crew.busy.acquire(blocking=False):
         try:
-            start = time.perf_counter()
             awake = crew.run(one, contexts)
             end = time.perf_counter()
-            cores = sum(cpu) / max(end - start, 1e-9)
+            cores = sum(min(share, 1.0) for share in on_core)
             if awake:  # (a helper that slept may come late, busy cores or not: no measure)
                 _Gauge.cores, _Gauge.at = cores, end
         finally:
