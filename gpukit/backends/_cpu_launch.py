@@ -25,6 +25,7 @@ from ..sim.launch import run
 from ..sim.memory import DeviceArray
 from ..sim.report import TraceCapacityError
 from ..sim.stream_order import Access
+from ..sim.usage import ANY
 from ..timing.model import model_launch
 from ..utils import map_tuple, tuple_items
 from ._cpu_kernel import CPUKernel
@@ -116,10 +117,13 @@ def _accesses(sim: Any, device_args: list) -> list[Access]:
             items = tuple_items(name, arg)
         else:
             continue
-        reads, writes = sim.param_usage.get(name, (True, True))
-        if reads or writes:
-            accesses += [Access(value, writes, f"argument '{label}'")
-                         for label, value in items if isinstance(value, DeviceArray)]
+        usage = sim.param_usage.get(name, ANY)
+        for label, value in items:
+            if isinstance(value, DeviceArray):
+                reads, writes = usage.of(value.shape if isinstance(arg, DeviceArray) else None,
+                                         value.dtype.fields is not None)
+                if reads or writes:
+                    accesses.append(Access(value, writes, f"argument '{label}'"))
     return accesses
 
 

@@ -27,6 +27,7 @@ from .compiler import (
 )
 from .thread_indexed import thread_indexed
 from .transform import NeedsArgumentDtypes, NeedsArgumentTypes, Unit
+from .usage import param_usage
 
 
 def python_function(kernel: Any) -> pytypes.FunctionType:
@@ -96,7 +97,7 @@ class SimKernel:
         self.local_kernel_bytes = self.unit.frame_bytes
         self.local_bytes = self.unit.frame_bytes + _call_depth(self.unit, ())
         tree = ast.parse(_original_source(self.unit))
-        self.param_usage = param_usage(tree, self.param_names)
+        self.param_usage = param_usage(self.py_func, tree, self.param_names)
         # parameters indexed only by the thread's grid coordinates (race records elided by
         # launches whose shape and arguments keep each element to one thread)
         self.thread_indexed = thread_indexed(self.py_func, tree, self.param_names)
@@ -230,84 +231,9 @@ def _compile(kernel: SimKernel) -> Any:
         namespace["_g_drive"])
 
 
-def param_usage(tree: ast.Module, params: tuple[str, ...]) -> dict[str, tuple[bool, bool]]:
-    """For each parameter of a kernel (source `tree`): (may be read, may be written) through
-    it, conservatively.
-
-    Element reads and writes count; so does passing it to any call but len(), aliasing it, or
-    taking a view of it, since the callee or the alias may read and write.
-    """
-    usage = {p: [False, False] for p in params}
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Subscript):
-            root = _root(node)
-            if root in usage:
-                usage[root][0 if isinstance(node.ctx, ast.Load) else 1] = True
-        elif isinstance(node, ast.AugAssign) and _root(node.target) in usage:
-            usage[_root(node.target)] = [True, True]
-        elif isinstance(node, ast.Call):
-            func = node.func
-            if isinstance(func, ast.Name) and func.id == "len":
-                continue
-            for arg in list(node.args) + [k.value for k in node.keywords]:
-                root = _root(arg)
-                if root in usage and not _metadata(arg):
-                    usage[root] = [True, True]
-        elif isinstance(node, (ast.Assign, ast.For)):
-            value = node.value if isinstance(node, ast.Assign) else node.iter
-            # stored into elements or fields (`s[t] = a[i]`), a value is copied, never aliased
-            copied = isinstance(node, ast.Assign) and all(
-                isinstance(t, (ast.Subscript, ast.Attribute)) for t in node.targets)
-            for sub in ast.walk(value):
-                if isinstance(sub, ast.Name) and sub.id in usage:
-                    usage[sub.id][0] = True
-            if not copied:
-                for name in _aliased(value, usage):
-                    usage[name][1] = True
-    return {p: (r, w) for p, (r, w) in usage.items()}
-
-
-def _aliased(value: ast.expr, names: dict) -> set[str]:
-    """The `names` that `value` may hand on whole when assigned to a variable: the value itself
-    or an element or part of a tuple, list or conditional expression that is the name, or a
-    subscript of it (`a[i]` may be a view of a 2-D `a`), unless it reads metadata (`a.shape[1]`).
-    Uses in arithmetic, comparisons and calls' results are values."""
-    found: set[str] = set()
-    todo = [value]
-    while todo:
-        node = todo.pop()
-        if isinstance(node, (ast.Tuple, ast.List)):
-            todo += node.elts
-        elif isinstance(node, ast.IfExp):
-            todo += [node.body, node.orelse]
-        elif isinstance(node, (ast.Starred, ast.NamedExpr)):
-            todo.append(node.value)
-        elif isinstance(node, (ast.Name, ast.Subscript, ast.Attribute)):
-            root = _root(node)
-            if root in names and not _metadata(node):
-                found.add(root)
-    return found
-
-
 def _original_source(unit: Unit) -> str:
     from .source import read_function
     return ast.unparse(read_function(unit.py_func).tree)
-
-
-def _root(node: ast.AST) -> str | None:
-    while isinstance(node, (ast.Subscript, ast.Attribute)):
-        node = node.value
-    return node.id if isinstance(node, ast.Name) else None
-
-
-def _metadata(node: ast.expr) -> bool:
-    """Whether `node` (an attribute or subscript chain on a name) reads an array's metadata,
-    such as `a.shape[1]` or `a.size`, rather than the array or a view of it (`a`, `a[i]`, `a.T`)."""
-    while isinstance(node, (ast.Subscript, ast.Attribute)):
-        if isinstance(node, ast.Attribute) and node.attr in names.ARRAY_METADATA:
-            return True
-        node = node.value
-    return False
 
 
 __all__ = ["NeedsArgumentDtypes", "NeedsArgumentTypes", "SimKernel", "UnsupportedKernelError",

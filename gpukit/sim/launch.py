@@ -33,6 +33,7 @@ from .memory import DeviceArray, DeviceMemory
 from .overloads import compiling_kernel
 from .regions import kept_types_agree
 from .report import ErrorContext, format_prints, kernel_error, python_exception
+from .usage import ANY
 
 STAMP_LIMIT = 1 << 31  # records keep 32-bit stamps: renumber long before they wrap
 PRINT_CAPACITY = 1 << 16  # print records per launch (a GPU's printf buffer is bounded too)
@@ -640,13 +641,15 @@ def _bind(kernel: SimKernel, memory: DeviceMemory, args: tuple, checks: dict[str
         else:
             leaves = arrays = []
         in_tuples.append(leaves)
-        if arrays:
-            r, w = kernel.param_usage.get(name, (True, True))
-            for array in arrays:
-                if w:
-                    written.add(array.allocation.id)
-                if r:
-                    read.add(array.allocation.id)
+        usage = kernel.param_usage.get(name, ANY)
+        for array in arrays:
+            # (an array in a tuple: `t[0]` hands it on whole)
+            r, w = usage.of(array.shape if isinstance(arg, DeviceArray) else None,
+                            array.dtype.fields is not None)
+            if w:
+                written.add(array.allocation.id)
+            if r:
+                read.add(array.allocation.id)
     others = [array for array in [*captured, *pointed.values()] if array is not None]
     for array in others:  # how the kernel uses these is not followed
         written.add(array.allocation.id)

@@ -34,7 +34,7 @@ def thread_indexed(func: pytypes.FunctionType, tree: ast.Module,
     """For each parameter of kernel `func` (source `tree`, the function's definition alone)
     indexed only by coordinates: the grid dimension (0 x, 1 y, 2 z) of each index position,
     as `C[row, col]` with `col, row = cuda.grid(2)` gives (1, 0)."""
-    scope = _Scope(func, tree)
+    scope = Scope(func, tree)
     if not scope.followed:
         return {}
     coords = scope.coordinates(set(params))
@@ -51,7 +51,7 @@ _UNFOLLOWED = (ast.Lambda, ast.ClassDef, ast.comprehension, ast.AsyncFunctionDef
                ast.Nonlocal, ast.Import, ast.ImportFrom, ast.ExceptHandler, ast.Match)
 
 
-class _Scope:
+class Scope:
     """The kernel's names: how often each is assigned, the value of those assigned once by a
     plain assignment, and each node's parent."""
 
@@ -111,7 +111,7 @@ class _Scope:
         """The axis d of `range(start, stop, step)` whose start is the thread's coordinate in
         dimension d and whose step is the number of threads in it, else None."""
         if not (isinstance(node, ast.Call) and len(node.args) == 3 and not node.keywords
-                and self._resolve(node.func) is range):
+                and self.resolve(node.func) is range):
             return None
         start, _, step = node.args
         axis = self._coordinate_value(start)
@@ -135,10 +135,10 @@ class _Scope:
                     return axis
         return None
 
-    def _resolve(self, node: ast.AST) -> Any:
+    def resolve(self, node: ast.AST) -> Any:
         """The object a name or attribute chain the kernel does not assign refers to, or None."""
         if isinstance(node, ast.Attribute):
-            owner = self._resolve(node.value)
+            owner = self.resolve(node.value)
             return None if owner is None else getattr(owner, node.attr, None)
         if isinstance(node, ast.Name) and not self.stores.get(node.id):
             obj = names.lookup(self.func, node.id)
@@ -146,7 +146,7 @@ class _Scope:
         return None
 
     def _intrinsic(self, node: ast.AST) -> str | None:
-        spec = names.intrinsic(self._resolve(node))
+        spec = names.intrinsic(self.resolve(node))
         return spec.name if spec is not None else None
 
     def _grid_call(self, node: ast.AST) -> int | None:
