@@ -243,9 +243,10 @@ def _check_writer(c, site, slot, wrec, e, lo, kind):
     that changed nothing orders with everything but a later write that changes the element (and
     reads do not conflict with it): `cuda.syncwarp`'s documented `ary[i] = ary[0]` pattern."""
     w = np.int64(load_u64(wrec + e * 8))
-    # an atomic after an atomic never races, whoever did it and whenever: tested first, as in a
-    # histogram whether an element's latest atomic came from this block or an earlier one is
-    # as good as random (a branch mispredicted every other access, tested below)
+    # an atomic after an atomic never races, whoever did it and whenever: tested first, before
+    # the tests of who wrote the element when, which in a histogram are as good as random (a
+    # branch mispredicted every other access: a histogram's atomics spent 5.8 ns an element in
+    # the race check, 1.7 ns with this test and `_write_record`'s first, 2026-12-08)
     if kind == 2 and (w & _ATOMIC):
         return
     ws = w >> 32
@@ -325,6 +326,7 @@ def _write_record(c, site, wrec, e, lo, kind):
         store_u64(wp, _make(c, site, _PRESERVING))
         return
     # a thread's own plain write stays on record under its atomics: others' atomics race it
+    # (the predictable test first: most records under an atomic are atomics')
     if kind == 2 and not (w & _ATOMIC) and ws >= c[L.BLOCK_STAMP] \
             and (w & _LT_MASK) == c[L.LT]:
         return
