@@ -290,9 +290,9 @@ if hasattr(os, "register_at_fork"):
 def run(driver: Any, contexts: list[np.ndarray], values: list, c: np.ndarray) -> float | None:
     """Run `driver` on every context at once (the first on this thread), then sum what they
     counted into `c`; the cores' worth of CPU time the threads got (the sum of each thread's
-    CPU time in its part over its part's wall time), or None where the crew was busy and this thread ran every context. If
-    any run raised, `c` becomes the context of the one whose error is in the first block, and
-    its exception is raised again."""
+    CPU time in its part over its part's wall time), or None where the crew was busy and this
+    thread ran every context. If any run raised, `c` becomes the context of the one whose error
+    is in the first block, and its exception is raised again."""
     errors: list[BaseException | None] = [None] * len(contexts)
     on_core = [0.0] * len(contexts)  # each thread's CPU time in its part over its wall time
 

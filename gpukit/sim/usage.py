@@ -50,7 +50,7 @@ class Usage:
         tuple, which `t[0]` hands on whole) whose dtype is `structured` or not."""
         views = bool(self.handed_on) and (shape is None or structured
                                           or min(self.handed_on) < len(shape))
-        return self.reads or bool(self.handed_on), self.writes or views
+        return self.reads, self.writes or views
 
 
 ANY = Usage(True, True)  # what a parameter not followed may do
