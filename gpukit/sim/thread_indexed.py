@@ -85,7 +85,7 @@ class Scope:
             if not (isinstance(node, ast.Assign) and len(node.targets) == 1):
                 continue
             target, value = node.targets[0], node.value
-            dims = self._grid_call(value)
+            dims = self.grid_call(value)
             if isinstance(target, ast.Name):
                 axis = self._coordinate_value(value)
                 if axis is not None:
@@ -105,7 +105,7 @@ class Scope:
 
     def _coordinate_value(self, node: ast.AST) -> int | None:
         """The axis d of `cuda.grid(1)` (d = 0) or `threadIdx.d + blockIdx.d * blockDim.d`."""
-        return 0 if self._grid_call(node) == 1 else self._sum_of_coordinate(node)
+        return 0 if self.grid_call(node) == 1 else self._sum_of_coordinate(node)
 
     def _grid_stride(self, node: ast.AST, coords: dict[str, int]) -> int | None:
         """The axis d of `range(start, stop, step)` whose start is the thread's coordinate in
@@ -149,11 +149,12 @@ class Scope:
         spec = names.intrinsic(self.resolve(node))
         return spec.name if spec is not None else None
 
-    def _grid_call(self, node: ast.AST) -> int | None:
-        """n for `cuda.grid(n)` (n a literal 1, 2 or 3), else None."""
+    def grid_call(self, node: ast.AST, intrinsics: tuple[str, ...] = ("grid",)) -> int | None:
+        """n for `cuda.grid(n)` (n a literal 1, 2 or 3; or for another of `intrinsics` taking
+        n, such as `cuda.gridsize`), else None."""
         if isinstance(node, ast.Call) and len(node.args) == 1 and not node.keywords \
                 and isinstance(node.args[0], ast.Constant) and node.args[0].value in (1, 2, 3) \
-                and self._intrinsic(node.func) == "grid":
+                and self._intrinsic(node.func) in intrinsics:
             return node.args[0].value
         return None
 

@@ -33,6 +33,7 @@ from .thread_indexed import Scope
 _INT_OPS = (ast.Add, ast.Sub, ast.Mult, ast.FloorDiv, ast.Mod, ast.LShift, ast.RShift,
             ast.BitAnd, ast.BitOr, ast.BitXor)
 _INT_METADATA = frozenset({"size", "ndim", "itemsize", "nbytes"})
+_GRID_CALLS = ("grid", "gridsize")  # integers, or tuples of them
 
 
 @dataclass(frozen=True)
@@ -133,8 +134,8 @@ def integer_names(scope: Scope, params: set[str]) -> set[str]:
     changed = True
     while changed:  # the largest set consistent with itself: `i = i + 1` keeps `i`
         changed = False
-        for name in sorted(ints):
-            if not all(g is _INTEGER or _integer(scope, g, ints) for g in sources[name]):
+        for name in list(ints):
+            if not all(_integer(scope, g, ints) for g in sources[name]):
                 ints.discard(name)
                 changed = True
     return ints
@@ -160,18 +161,8 @@ def _source(scope: Scope, name: ast.Name) -> ast.expr | None:
     if isinstance(parent, ast.Tuple):  # `col, row = cuda.grid(2)`
         assign = scope.parents.get(parent)
         if isinstance(assign, ast.Assign) and parent in assign.targets \
-                and _grid_tuple(scope, assign.value) == len(parent.elts):
+                and scope.grid_call(assign.value, _GRID_CALLS) == len(parent.elts):
             return _INTEGER
-    return None
-
-
-def _grid_tuple(scope: Scope, node: ast.expr) -> int | None:
-    """n for `cuda.grid(n)` or `cuda.gridsize(n)` (n a literal), else None."""
-    if isinstance(node, ast.Call) and len(node.args) == 1 and not node.keywords \
-            and isinstance(node.args[0], ast.Constant) and node.args[0].value in (1, 2, 3):
-        spec = names.intrinsic(scope.resolve(node.func))
-        if spec is not None and spec.name in ("grid", "gridsize"):
-            return node.args[0].value
     return None
 
 
@@ -201,7 +192,7 @@ def _integer(scope: Scope, node: ast.expr, ints: set[str]) -> bool:
         return isinstance(node.value, ast.Attribute) and node.value.attr in ("shape", "strides") \
             and _integer(scope, node.slice, ints)
     if isinstance(node, ast.Call) and not node.keywords:
-        if _grid_tuple(scope, node) == 1:
+        if scope.grid_call(node, _GRID_CALLS) == 1:
             return True
         func = scope.resolve(node.func)
         if func is len and len(node.args) == 1:
